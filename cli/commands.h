@@ -1,0 +1,11 @@
+#pragma once
+// Each subcommand registers its options and its callback on the top-level app.
+
+#include <CLI/CLI.hpp>
+
+namespace alto::cli {
+
+void add_info_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+
+}  // namespace alto::cli

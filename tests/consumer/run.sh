@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs alto into a scratch prefix, builds the README's C++ example against it with
+# find_package(alto), and runs it on a bundled sample.
+set -euo pipefail
+build=$1
+source=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+# The example is the README's own ```cpp block, so the README cannot drift from what is tested.
+awk '/<!-- example:begin -->/{f=1; next} /<!-- example:end -->/{f=0} f && !/^```/' \
+  "$source/README.md" >"$work/example.cpp"
+[ -s "$work/example.cpp" ] || { echo "no example found in README.md"; exit 1; }
+cmake -S "$source/tests/consumer" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DEXAMPLE_SOURCE="$work/example.cpp" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$work/build" >/dev/null
+out=$("$work/build/consumer" "$source/samples/stereo_44k.m4a")
+echo "$out"
+[ "$out" = "16000 Hz, 1 channel(s), 16343 frames" ] || { echo "unexpected output"; exit 1; }
+"$work/prefix/bin/alto" info "$source/samples/speech_16k.flac"
