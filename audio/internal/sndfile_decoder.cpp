@@ -2,6 +2,7 @@
 
 #include <sndfile.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -130,9 +131,29 @@ class SndfileDecoder final : public Decoder {
   int64_t position_ = 0;
 };
 
+// The containers alto leaves to libsndfile, by their first four bytes. Anything else goes to
+// FFmpeg without a libsndfile attempt (its MPEG reader would claim MP3 and print to stderr).
+bool has_sndfile_signature(const Source& source) {
+  char magic[4] = {0};
+  if (source.in_memory()) {
+    if (source.size < 4) return false;
+    std::memcpy(magic, source.data, 4);
+  } else {
+    std::FILE* f = std::fopen(source.name.c_str(), "rb");
+    if (!f) return false;
+    size_t got = std::fread(magic, 1, 4, f);
+    std::fclose(f);
+    if (got != 4) return false;
+  }
+  for (const char* signature : {"RIFF", "RIFX", "RF64", "BW64", "riff", "FORM", "fLaC", "OggS"})
+    if (std::memcmp(magic, signature, 4) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<Decoder> open_sndfile_decoder(const Source& source) {
+  if (!has_sndfile_signature(source)) return nullptr;
   SF_INFO sf;
   std::memset(&sf, 0, sizeof(sf));
   std::unique_ptr<MemoryReader> memory;
