@@ -18,17 +18,16 @@ namespace detail {
 
 std::unique_ptr<Decoder> open_decoder(const Source& source,
                                       const std::optional<RawPcmFormat>& raw) {
+  // libsndfile needs to seek: standard input, pipes and FIFOs go straight to FFmpeg.
+  bool seekable = source.in_memory();
   if (!source.in_memory() && source.name != "-") {
     struct stat st;
     ALTO_CHECK_AS(IoError, ::stat(source.name.c_str(), &st) == 0, source.name, ": ",
                   std::strerror(errno));
     ALTO_CHECK_AS(IoError, !S_ISDIR(st.st_mode), source.name, ": is a directory, not an audio file");
-    // libsndfile would need to seek; pipes and FIFOs go straight to FFmpeg.
-    if (!raw && S_ISREG(st.st_mode)) {
-      if (auto decoder = open_sndfile_decoder(source)) return decoder;
-    }
-  } else if (source.in_memory() && !raw) {
-    ALTO_CHECK_AS(IoError, source.size > 0, source.name, ": empty buffer, no audio data");
+    seekable = S_ISREG(st.st_mode);
+  }
+  if (seekable && !raw) {
     if (auto decoder = open_sndfile_decoder(source)) return decoder;
   }
   return open_ffmpeg_decoder(source, raw);
