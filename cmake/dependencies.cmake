@@ -17,6 +17,7 @@ endmacro()
 alto_require_pkg(FFMPEG "libavformat-dev libavcodec-dev libswresample-dev libavutil-dev"
   libavformat libavcodec libswresample libavutil)
 alto_require_pkg(SNDFILE "libsndfile1-dev" sndfile)
+alto_require_pkg(FFTW3F "libfftw3-dev" fftw3f)
 
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)

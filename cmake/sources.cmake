@@ -13,4 +13,18 @@ set(ALTO_AUDIO_SOURCES
 
 set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../core/audio_tensor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../core/threading.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/../core/safetensors.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../core/threading.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/fft.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/frames.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/kaldi_fbank.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/kaldi_mfcc.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/mel.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/mel_spectrogram.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/seamless_m4t_feature_extractor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/stft.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/wav2vec2_feature_extractor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/whisper_feature_extractor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../features/window.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../streaming/streaming_feature_extractor.cpp)

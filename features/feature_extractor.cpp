@@ -1,0 +1,247 @@
+#include "alto/features/feature_extractor.h"
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "alto/core/error.h"
+#include "alto/features/seamless_m4t_feature_extractor.h"
+#include "alto/features/wav2vec2_feature_extractor.h"
+#include "alto/features/whisper_feature_extractor.h"
+
+namespace alto::features {
+
+PaddingOptions::Strategy PaddingOptions::parse_strategy(const std::string& name) {
+  if (name == "longest" || name == "true") return Strategy::kLongest;
+  if (name == "max_length") return Strategy::kMaxLength;
+  if (name == "do_not_pad" || name == "false") return Strategy::kDoNotPad;
+  throw InvalidArgument("unknown padding '" + name +
+                        "' (expected longest, max_length or do_not_pad)");
+}
+
+std::string FeatureExtractor::to_string() const {
+  return detail::format_options(name(), option_list());
+}
+
+BatchFeature FeatureExtractor::compute_one(const torch::Tensor& clip,
+                                           const PaddingOptions& padding) const {
+  BatchFeature batch = compute_batch({clip}, padding);
+  batch.input_features = batch.input_features[0];
+  if (batch.attention_mask.defined()) batch.attention_mask = batch.attention_mask[0];
+  return batch;
+}
+
+void FeatureExtractor::check_sampling_rate(int rate) const {
+  ALTO_CHECK(rate == sampling_rate(), "the ", name(), " feature extractor was built for ",
+             sampling_rate(), " Hz audio, got ", rate, " Hz: resample the input to ",
+             sampling_rate(), " Hz first (alto features --resample, or alto::resample)");
+}
+
+namespace {
+
+using nlohmann::json;
+
+struct ConfigReader {
+  std::string path;
+  json j;
+
+  const json* find(const char* key) const {
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? nullptr : &*it;
+  }
+  [[noreturn]] void bad(const char* key, const char* expected) const {
+    throw InvalidArgument(path + ": field '" + key + "' must be " + expected + ", got " +
+                          j.at(key).dump());
+  }
+  void read(const char* key, int& out) const {
+    if (const json* v = find(key)) {
+      // transformers writes some integers as floats (16000.0); accept them when integral.
+      if (v->is_number_integer())
+        out = v->get<int>();
+      else if (v->is_number_float() && v->get<double>() == static_cast<int>(v->get<double>()))
+        out = static_cast<int>(v->get<double>());
+      else
+        bad(key, "an integer");
+    }
+  }
+  void read(const char* key, double& out) const {
+    if (const json* v = find(key)) {
+      if (!v->is_number()) bad(key, "a number");
+      out = v->get<double>();
+    }
+  }
+  void read(const char* key, bool& out) const {
+    if (const json* v = find(key)) {
+      if (!v->is_boolean()) bad(key, "true or false");
+      out = v->get<bool>();
+    }
+  }
+  void read(const char* key, PaddingSide& out) const {
+    if (const json* v = find(key)) {
+      if (!v->is_string() || (*v != "right" && *v != "left")) bad(key, "\"right\" or \"left\"");
+      out = *v == "right" ? PaddingSide::kRight : PaddingSide::kLeft;
+    }
+  }
+};
+
+template <typename Extractor, typename Options>
+std::unique_ptr<FeatureExtractor> build(const ConfigReader& config, const Options& options) {
+  try {
+    return std::make_unique<Extractor>(options);
+  } catch (const Error& e) {
+    throw InvalidArgument(config.path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
+    const std::string& dir_or_json) {
+  namespace fs = std::filesystem;
+  std::string path = dir_or_json;
+  if (fs::is_directory(path)) path = (fs::path(path) / "preprocessor_config.json").string();
+  std::ifstream in(path);
+  ALTO_CHECK_AS(IoError, in.good(), "cannot open ", path,
+                dir_or_json == path ? "" : " (the model folder has no preprocessor_config.json)");
+  ConfigReader config{path, {}};
+  try {
+    config.j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw IoError(path + ": not valid JSON (" + e.what() + ")");
+  }
+  ALTO_CHECK_AS(IoError, config.j.is_object(), path, ": expected a JSON object");
+  const json* type = config.find("feature_extractor_type");
+  ALTO_CHECK(type != nullptr && type->is_string(), path,
+             ": missing string field 'feature_extractor_type'");
+  const std::string kind = type->get<std::string>();
+  if (kind == "WhisperFeatureExtractor") {
+    WhisperFeatureExtractorOptions o;
+    config.read("feature_size", o.feature_size);
+    config.read("sampling_rate", o.sampling_rate);
+    config.read("hop_length", o.hop_length);
+    config.read("chunk_length", o.chunk_length);
+    config.read("n_fft", o.n_fft);
+    config.read("padding_value", o.padding_value);
+    config.read("dither", o.dither);
+    config.read("return_attention_mask", o.return_attention_mask);
+    config.read("padding_side", o.padding_side);
+    return build<WhisperFeatureExtractor>(config, o);
+  }
+  if (kind == "SeamlessM4TFeatureExtractor") {
+    SeamlessM4TFeatureExtractorOptions o;
+    config.read("feature_size", o.feature_size);
+    config.read("sampling_rate", o.sampling_rate);
+    config.read("num_mel_bins", o.num_mel_bins);
+    config.read("padding_value", o.padding_value);
+    config.read("stride", o.stride);
+    config.read("return_attention_mask", o.return_attention_mask);
+    config.read("padding_side", o.padding_side);
+    return build<SeamlessM4TFeatureExtractor>(config, o);
+  }
+  if (kind == "Wav2Vec2FeatureExtractor") {
+    Wav2Vec2FeatureExtractorOptions o;
+    config.read("feature_size", o.feature_size);
+    config.read("sampling_rate", o.sampling_rate);
+    config.read("padding_value", o.padding_value);
+    config.read("do_normalize", o.do_normalize);
+    config.read("return_attention_mask", o.return_attention_mask);
+    config.read("padding_side", o.padding_side);
+    return build<Wav2Vec2FeatureExtractor>(config, o);
+  }
+  throw Unsupported(path + ": unknown feature_extractor_type '" + kind +
+                    "' (alto knows WhisperFeatureExtractor, SeamlessM4TFeatureExtractor and "
+                    "Wav2Vec2FeatureExtractor; codec configs go to AudioTokenizer)");
+}
+
+namespace detail {
+
+PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
+                          PaddingOptions::Strategy strategy, std::optional<int64_t> max_length,
+                          bool truncation, std::optional<int64_t> pad_to_multiple_of,
+                          PaddingSide side, double padding_value) {
+  using Strategy = PaddingOptions::Strategy;
+  ALTO_CHECK(!sequences.empty(), "padding: no sequences given");
+  ALTO_CHECK(!pad_to_multiple_of || *pad_to_multiple_of > 0, "pad_to_multiple_of must be > 0, got ",
+             *pad_to_multiple_of);
+  ALTO_CHECK(!max_length || *max_length > 0, "max_length must be > 0, got ", *max_length);
+  auto round_up = [&](int64_t n) {
+    if (!pad_to_multiple_of || n % *pad_to_multiple_of == 0) return n;
+    return (n / *pad_to_multiple_of + 1) * *pad_to_multiple_of;
+  };
+  ALTO_CHECK(!truncation || max_length, "truncation needs max_length");
+  ALTO_CHECK(strategy != Strategy::kMaxLength || max_length,
+             "padding='max_length' needs max_length");
+  std::vector<int64_t> lengths;
+  for (const auto& s : sequences) {
+    int64_t n = s.size(0);
+    if (truncation) n = std::min(n, round_up(*max_length));
+    lengths.push_back(n);
+  }
+  int64_t target = 0;
+  switch (strategy) {
+    case Strategy::kLongest:
+      target = round_up(*std::max_element(lengths.begin(), lengths.end()));
+      break;
+    case Strategy::kMaxLength:
+      target = round_up(*max_length);
+      break;
+    case Strategy::kDoNotPad:
+    case Strategy::kDefault:
+      target = lengths[0];
+      break;
+  }
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    ALTO_CHECK(lengths[i] <= target, "clip ", i, " has ", lengths[i], " frames, more than the ",
+               target, " of the batch; pad to the longest or enable truncation");
+    ALTO_CHECK(strategy != Strategy::kDoNotPad || lengths[i] == target,
+               "clips of different lengths (", lengths[0], " and ", lengths[i],
+               ") cannot form a batch without padding");
+  }
+  const int64_t dim = sequences[0].size(1);
+  PaddedBatch out;
+  out.values = torch::full({static_cast<int64_t>(sequences.size()), target, dim}, padding_value,
+                           torch::kFloat32);
+  out.mask = torch::zeros({static_cast<int64_t>(sequences.size()), target}, torch::kInt32);
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const int64_t n = lengths[i];
+    const int64_t begin = side == PaddingSide::kRight ? 0 : target - n;
+    out.values[i].slice(0, begin, begin + n).copy_(sequences[i].slice(0, 0, n));
+    out.mask[i].slice(0, begin, begin + n).fill_(1);
+  }
+  return out;
+}
+
+void for_each_clip(size_t count, const std::function<void(size_t)>& fn) {
+  if (count == 1) {
+    fn(0);  // one clip: its frames are what runs in parallel
+    return;
+  }
+  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) fn(static_cast<size_t>(i));
+  });
+}
+
+std::string format_number(double value) {
+  // The shortest text that reads back as the same double.
+  for (int precision = 6;; ++precision) {
+    std::ostringstream s;
+    s.precision(precision);
+    s << value;
+    if (precision >= 17 || std::stod(s.str()) == value) return s.str();
+  }
+}
+
+std::string format_options(const std::string& type, const OptionList& options) {
+  std::string out = type + "(";
+  for (size_t i = 0; i < options.size(); ++i)
+    out += (i ? ", " : "") + options[i].first + "=" + options[i].second;
+  return out + ")";
+}
+
+}  // namespace detail
+
+}  // namespace alto::features

@@ -1,0 +1,95 @@
+#pragma once
+// The common face of alto's extractors: a batch of clips in, transformers-shaped features out,
+// and FeatureExtractor::from_pretrained for a Hugging Face preprocessor_config.json.
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace alto::features {
+
+/// transformers' padding arguments (SequenceFeatureExtractor.pad). Unset fields take the
+/// extractor's own __call__ defaults (Whisper: max_length 30 s with truncation; SeamlessM4T:
+/// longest, pad_to_multiple_of 2; Wav2Vec2: no padding).
+struct PaddingOptions {
+  enum class Strategy { kDefault, kLongest, kMaxLength, kDoNotPad };
+  Strategy padding = Strategy::kDefault;
+  std::optional<int64_t> max_length;
+  std::optional<bool> truncation;
+  std::optional<int64_t> pad_to_multiple_of;
+  std::optional<bool> return_attention_mask;
+
+  /// "longest", "max_length", "do_not_pad" (also "true"/"false" as transformers accepts).
+  static Strategy parse_strategy(const std::string& name);
+};
+
+enum class PaddingSide { kRight, kLeft };
+
+struct BatchFeature {
+  /// transformers' key: "input_features" (Whisper, SeamlessM4T, alto's Kaldi/mel) or
+  /// "input_values" (Wav2Vec2).
+  std::string name = "input_features";
+  torch::Tensor input_features;
+  torch::Tensor attention_mask;  // int32, undefined when not requested
+};
+
+/// One option as text, for logs, __repr__ and the metadata of written features.
+using OptionList = std::vector<std::pair<std::string, std::string>>;
+
+class FeatureExtractor {
+ public:
+  virtual ~FeatureExtractor() = default;
+
+  /// Reads a preprocessor_config.json (or the one in a model folder) and builds the extractor its
+  /// `feature_extractor_type` names: WhisperFeatureExtractor, SeamlessM4TFeatureExtractor,
+  /// Wav2Vec2FeatureExtractor. An unknown type or a field of the wrong type or value is an
+  /// alto::Error naming the file and the field.
+  static std::unique_ptr<FeatureExtractor> from_pretrained(const std::string& dir_or_json);
+
+  /// "whisper", "kaldi-fbank", "kaldi-mfcc", "seamless-m4t", "wav2vec2", "mel".
+  virtual std::string name() const = 0;
+  virtual int sampling_rate() const = 0;
+  virtual OptionList option_list() const = 0;
+  /// Options in repr form: Name(key=value, ...).
+  std::string to_string() const;
+
+  /// Clips ([samples] float each, at sampling_rate()) -> a padded batch with a leading batch
+  /// dimension, laid out as the reference returns it. Clips are spread over alto's threads.
+  virtual BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
+                                     const PaddingOptions& padding = {}) const = 0;
+
+  /// One clip: the same without the batch dimension.
+  BatchFeature compute_one(const torch::Tensor& clip, const PaddingOptions& padding = {}) const;
+
+  /// Throws when a caller's sample rate is not the extractor's, saying to resample.
+  void check_sampling_rate(int sampling_rate) const;
+};
+
+namespace detail {
+
+/// transformers' SequenceFeatureExtractor.pad on sequences [T_i, D] -> padded [B, T, D] and the
+/// int32 mask [B, T]. `strategy` must be resolved (not kDefault).
+struct PaddedBatch {
+  torch::Tensor values;
+  torch::Tensor mask;
+};
+PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
+                          PaddingOptions::Strategy strategy, std::optional<int64_t> max_length,
+                          bool truncation, std::optional<int64_t> pad_to_multiple_of,
+                          PaddingSide side, double padding_value);
+
+/// Runs fn(i) for every clip, spread over alto's threads (inner per-frame work then runs serially).
+void for_each_clip(size_t count, const std::function<void(size_t)>& fn);
+
+std::string format_options(const std::string& type, const OptionList& options);
+std::string format_number(double value);
+
+}  // namespace detail
+
+}  // namespace alto::features

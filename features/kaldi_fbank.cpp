@@ -1,0 +1,213 @@
+#include "alto/features/kaldi_fbank.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "alto/core/error.h"
+#include "alto/features/mel.h"
+
+namespace alto::features {
+
+namespace {
+constexpr float kEpsilon = std::numeric_limits<float>::epsilon();  // torch.finfo(float).eps
+
+int next_power_of_two(int x) {
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+}  // namespace
+
+int KaldiFbankOptions::window_size() const {
+  return static_cast<int>(sample_frequency * frame_length * 0.001);
+}
+int KaldiFbankOptions::window_shift() const {
+  return static_cast<int>(sample_frequency * frame_shift * 0.001);
+}
+int KaldiFbankOptions::padded_window_size() const {
+  return round_to_power_of_two ? next_power_of_two(window_size()) : window_size();
+}
+
+void KaldiFbankOptions::validate(const char* type) const {
+  ALTO_CHECK(sample_frequency > 0, type, ".sample_frequency must be > 0, got ", sample_frequency);
+  ALTO_CHECK(window_size() >= 2, type, ".frame_length (", frame_length, " ms) gives a window of ",
+             window_size(), " samples; it must be >= 2");
+  ALTO_CHECK(window_shift() > 0, type, ".frame_shift (", frame_shift, " ms) gives a shift of ",
+             window_shift(), " samples; it must be > 0");
+  ALTO_CHECK(padded_window_size() % 2 == 0, type, ".frame_length: the padded window (",
+             padded_window_size(), " samples) must be even; use round_to_power_of_two");
+  ALTO_CHECK(preemphasis_coefficient >= 0 && preemphasis_coefficient <= 1, type,
+             ".preemphasis_coefficient must be in [0, 1], got ", preemphasis_coefficient);
+  ALTO_CHECK(dither >= 0, type, ".dither must be >= 0, got ", dither);
+  ALTO_CHECK(energy_floor >= 0, type, ".energy_floor must be >= 0, got ", energy_floor);
+  ALTO_CHECK(num_mel_bins > 3, type, ".num_mel_bins must be > 3, got ", num_mel_bins);
+  ALTO_CHECK(min_duration >= 0, type, ".min_duration must be >= 0, got ", min_duration);
+  const double nyquist = 0.5 * sample_frequency;
+  const double high = high_freq <= 0 ? high_freq + nyquist : high_freq;
+  ALTO_CHECK(low_freq >= 0 && low_freq < nyquist, type, ".low_freq (", low_freq,
+             ") must be in [0, ", nyquist, ") (Nyquist)");
+  ALTO_CHECK(high > 0 && high <= nyquist, type, ".high_freq (", high_freq,
+             ") must be in (0, Nyquist ", nyquist, "], or <= 0 as an offset from Nyquist");
+  ALTO_CHECK(low_freq < high, type, ".low_freq (", low_freq, ") must be below high_freq (", high,
+             ")");
+}
+
+OptionList KaldiFbankOptions::option_list() const {
+  using detail::format_number;
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {{"sample_frequency", format_number(sample_frequency)},
+          {"frame_length", format_number(frame_length)},
+          {"frame_shift", format_number(frame_shift)},
+          {"dither", format_number(dither)},
+          {"dither_seed", std::to_string(dither_seed)},
+          {"preemphasis_coefficient", format_number(preemphasis_coefficient)},
+          {"remove_dc_offset", flag(remove_dc_offset)},
+          {"window_type", to_string(window_type)},
+          {"blackman_coeff", format_number(blackman_coeff)},
+          {"round_to_power_of_two", flag(round_to_power_of_two)},
+          {"snip_edges", flag(snip_edges)},
+          {"energy_floor", format_number(energy_floor)},
+          {"raw_energy", flag(raw_energy)},
+          {"use_energy", flag(use_energy)},
+          {"htk_compat", flag(htk_compat)},
+          {"low_freq", format_number(low_freq)},
+          {"high_freq", format_number(high_freq)},
+          {"num_mel_bins", std::to_string(num_mel_bins)},
+          {"use_log_fbank", flag(use_log_fbank)},
+          {"use_power", flag(use_power)},
+          {"subtract_mean", flag(subtract_mean)},
+          {"min_duration", format_number(min_duration)}};
+}
+
+namespace {
+
+// One Kaldi frame: DC removal, raw log energy, pre-emphasis, window, power spectrum, mel.
+class KaldiFbankFrames : public FrameProcessor {
+ public:
+  explicit KaldiFbankFrames(const KaldiFbankOptions& o)
+      : o_(o),
+        layout_(FrameLayout::kaldi(o.window_size(), o.window_shift(), o.snip_edges)),
+        window_(make_window(o.window_type, o.window_size(), /*periodic=*/false, o.blackman_coeff)),
+        fft_(o.padded_window_size()),
+        mel_(kaldi_mel_banks(o.num_mel_bins, o.padded_window_size(), o.sample_frequency, o.low_freq,
+                             o.high_freq)
+                 .t()),
+        log_energy_floor_(o.energy_floor > 0 ? std::log(static_cast<float>(o.energy_floor))
+                                             : -std::numeric_limits<float>::infinity()) {}
+
+  const FrameLayout& layout() const override { return layout_; }
+  int n_fft() const override { return fft_.size(); }
+  int feature_dim() const override { return o_.num_mel_bins + (o_.use_energy ? 1 : 0); }
+
+  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+    const int n = layout_.frame_length;
+    if (o_.remove_dc_offset) {
+      float sum = 0.0f;
+      for (int k = 0; k < n; ++k) sum += frame[k];
+      const float mean = sum / static_cast<float>(n);
+      for (int k = 0; k < n; ++k) frame[k] -= mean;
+    }
+    float energy = 0.0f;
+    if (o_.raw_energy) energy = log_energy(frame, n);
+    if (o_.preemphasis_coefficient != 0.0) {
+      const float c = static_cast<float>(o_.preemphasis_coefficient);
+      // x[0] is pre-emphasised against itself (torchaudio pads with mode="replicate").
+      for (int k = n - 1; k > 0; --k) frame[k] -= c * frame[k - 1];
+      frame[0] -= c * frame[0];
+    }
+    for (int k = 0; k < n; ++k) ws.time[k] = frame[k] * window_[k];
+    for (int k = n; k < fft_.size(); ++k) ws.time[k] = 0.0f;
+    if (!o_.raw_energy) energy = log_energy(ws.time.data(), fft_.size());
+    fft_.forward(ws.time.data(), ws.spectrum.data());
+    const int bins = fft_.num_bins();
+    for (int k = 0; k < bins; ++k) {
+      const float p = std::norm(ws.spectrum[k]);
+      ws.power[k] = o_.use_power ? p : std::sqrt(p);
+    }
+    float* mel = out + (o_.use_energy && !o_.htk_compat ? 1 : 0);
+    mel_.apply(ws.power.data(), mel);
+    if (o_.use_log_fbank)
+      for (int m = 0; m < o_.num_mel_bins; ++m) mel[m] = std::log(std::max(mel[m], kEpsilon));
+    if (o_.use_energy) out[o_.htk_compat ? o_.num_mel_bins : 0] = energy;
+  }
+
+ private:
+  float log_energy(const float* x, int n) const {
+    float sum = 0.0f;
+    for (int k = 0; k < n; ++k) sum += x[k] * x[k];
+    return std::max(std::log(std::max(sum, kEpsilon)), log_energy_floor_);
+  }
+
+  KaldiFbankOptions o_;
+  FrameLayout layout_;
+  std::vector<float> window_;
+  RealFft fft_;
+  SparseMelBank mel_;
+  float log_energy_floor_;
+};
+
+KaldiFbankOptions validated(KaldiFbankOptions o) {
+  o.validate();
+  return o;
+}
+
+}  // namespace
+
+KaldiFbank::KaldiFbank(KaldiFbankOptions options)
+    : options_(validated(options)), frames_(std::make_shared<KaldiFbankFrames>(options_)) {}
+
+int KaldiFbank::sampling_rate() const { return static_cast<int>(options_.sample_frequency); }
+
+torch::Tensor KaldiFbank::compute(const torch::Tensor& wave) const {
+  return detail::kaldi_compute(*frames_, options_, wave, "KaldiFbank");
+}
+
+BatchFeature KaldiFbank::compute_batch(const std::vector<torch::Tensor>& clips,
+                                       const PaddingOptions& padding) const {
+  std::vector<torch::Tensor> features(clips.size());
+  for (const auto& clip : clips) checked_waveform(clip, "KaldiFbank");
+  detail::for_each_clip(clips.size(), [&](size_t i) { features[i] = compute(clips[i]); });
+  return detail::batch_frame_features(std::move(features), padding);
+}
+
+namespace detail {
+
+torch::Tensor kaldi_compute(const FrameProcessor& frames, const KaldiFbankOptions& o,
+                            const torch::Tensor& wave, const char* what) {
+  const torch::Tensor x = checked_waveform(wave, what);
+  const int64_t n = x.numel();
+  if (n < o.min_duration * o.sample_frequency) return torch::empty({0, frames.feature_dim()});
+  ALTO_CHECK(n >= o.window_size(), what, ": ", n, " samples are shorter than one ", o.frame_length,
+             " ms window (", o.window_size(), " samples)");
+  torch::Tensor noise;
+  if (o.dither > 0) {
+    // torchaudio draws randn(frames, window_size) from torch's global generator.
+    auto generator = at::detail::createCPUGenerator(o.dither_seed);
+    noise = torch::randn({frames.layout().num_frames(n), o.window_size()}, generator) * o.dither;
+  }
+  torch::Tensor features = process_frames(frames, x.data_ptr<float>(), n,
+                                          noise.defined() ? noise.data_ptr<float>() : nullptr);
+  if (o.subtract_mean && features.size(0) > 0) features -= features.mean(0, /*keepdim=*/true);
+  return features;
+}
+
+BatchFeature batch_frame_features(std::vector<torch::Tensor> features,
+                                  const PaddingOptions& padding) {
+  const auto strategy = padding.padding == PaddingOptions::Strategy::kDefault
+                            ? PaddingOptions::Strategy::kLongest
+                            : padding.padding;
+  auto batch =
+      pad_sequences(features, strategy, padding.max_length, padding.truncation.value_or(false),
+                    padding.pad_to_multiple_of, PaddingSide::kRight, 0.0);
+  BatchFeature out;
+  out.input_features = batch.values;
+  if (padding.return_attention_mask.value_or(features.size() > 1)) out.attention_mask = batch.mask;
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace alto::features

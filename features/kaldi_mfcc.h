@@ -1,0 +1,43 @@
+#pragma once
+// Kaldi MFCCs, equal to torchaudio.compliance.kaldi.mfcc.
+
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+
+#include "alto/features/kaldi_fbank.h"
+
+namespace alto::features {
+
+/// torchaudio.compliance.kaldi.mfcc's arguments: the fbank ones (use_log_fbank and use_power are
+/// fixed to true) plus the cepstrum's.
+struct KaldiMfccOptions : KaldiFbankOptions {
+  int num_ceps = 13;
+  double cepstral_lifter = 22.0;  // 0 disables liftering
+
+  void validate() const;
+  OptionList option_list() const;
+};
+
+class KaldiMfcc : public FeatureExtractor {
+ public:
+  explicit KaldiMfcc(KaldiMfccOptions options = {});
+  /// wave: [samples] -> [frames, num_ceps] float32.
+  torch::Tensor compute(const torch::Tensor& wave) const;
+
+  std::string name() const override { return "kaldi-mfcc"; }
+  int sampling_rate() const override { return static_cast<int>(options_.sample_frequency); }
+  OptionList option_list() const override { return options_.option_list(); }
+  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
+                             const PaddingOptions& padding = {}) const override;
+
+  const KaldiMfccOptions& options() const { return options_; }
+  const FrameProcessor& frame_processor() const { return *frames_; }
+
+ private:
+  KaldiMfccOptions options_;
+  std::shared_ptr<const FrameProcessor> frames_;
+};
+
+}  // namespace alto::features

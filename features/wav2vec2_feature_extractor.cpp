@@ -1,0 +1,74 @@
+#include "alto/features/wav2vec2_feature_extractor.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "alto/core/error.h"
+#include "alto/features/frames.h"
+
+namespace alto::features {
+
+void Wav2Vec2FeatureExtractorOptions::validate() const {
+  ALTO_CHECK(feature_size == 1,
+             "Wav2Vec2FeatureExtractorOptions.feature_size must be 1 (mono), got ", feature_size);
+  ALTO_CHECK(sampling_rate > 0, "Wav2Vec2FeatureExtractorOptions.sampling_rate must be > 0, got ",
+             sampling_rate);
+}
+
+OptionList Wav2Vec2FeatureExtractorOptions::option_list() const {
+  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
+  return {{"feature_size", std::to_string(feature_size)},
+          {"sampling_rate", std::to_string(sampling_rate)},
+          {"padding_value", detail::format_number(padding_value)},
+          {"do_normalize", flag(do_normalize)},
+          {"return_attention_mask", flag(return_attention_mask)},
+          {"padding_side", padding_side == PaddingSide::kRight ? "right" : "left"}};
+}
+
+namespace {
+Wav2Vec2FeatureExtractorOptions validated(Wav2Vec2FeatureExtractorOptions o) {
+  o.validate();
+  return o;
+}
+}  // namespace
+
+Wav2Vec2FeatureExtractor::Wav2Vec2FeatureExtractor(Wav2Vec2FeatureExtractorOptions options)
+    : options_(validated(options)) {}
+
+BatchFeature Wav2Vec2FeatureExtractor::compute_batch(const std::vector<torch::Tensor>& clips,
+                                                     const PaddingOptions& padding) const {
+  ALTO_CHECK(!clips.empty(), "Wav2Vec2FeatureExtractor: no clips given");
+  std::vector<torch::Tensor> sequences;
+  for (const auto& clip : clips)
+    sequences.push_back(checked_waveform(clip, "Wav2Vec2FeatureExtractor").unsqueeze(1));
+  // __call__ defaults: padding=False, truncation=False.
+  const auto strategy = padding.padding == PaddingOptions::Strategy::kDefault
+                            ? PaddingOptions::Strategy::kDoNotPad
+                            : padding.padding;
+  auto batch = detail::pad_sequences(sequences, strategy, padding.max_length,
+                                     padding.truncation.value_or(false), padding.pad_to_multiple_of,
+                                     options_.padding_side, options_.padding_value);
+  torch::Tensor values = batch.values.squeeze(2);  // [B, L]
+  const bool with_mask = padding.return_attention_mask.value_or(options_.return_attention_mask);
+  if (options_.do_normalize) {
+    // transformers normalises over the real samples only when it has a mask and padded.
+    const bool masked = with_mask && strategy != PaddingOptions::Strategy::kDoNotPad;
+    for (int64_t b = 0; b < values.size(0); ++b) {
+      const torch::Tensor row = values[b].to(torch::kFloat64);
+      const torch::Tensor real = masked ? row.masked_select(batch.mask[b] != 0) : row;
+      const double mean = real.mean().item<double>();
+      const double var = real.var(/*unbiased=*/false).item<double>();
+      torch::Tensor normed = (row - mean) / std::sqrt(var + 1e-7);
+      if (masked) normed.masked_fill_(batch.mask[b] == 0, options_.padding_value);
+      values[b].copy_(normed);
+    }
+  }
+  BatchFeature out;
+  out.name = "input_values";
+  out.input_features = values;
+  if (with_mask) out.attention_mask = batch.mask;
+  return out;
+}
+
+}  // namespace alto::features
