@@ -7,5 +7,6 @@ namespace alto::cli {
 
 void add_info_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_features_command(CLI::App& app);
 
 }  // namespace alto::cli

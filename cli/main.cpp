@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   app.parse_complete_callback([&] { alto::set_num_threads(threads); });
   alto::cli::add_info_command(app);
   alto::cli::add_convert_command(app);
+  alto::cli::add_features_command(app);
 
   try {
     app.parse(argc, argv);

@@ -1,6 +1,9 @@
 #pragma once
 // One thread count for alto's own parallel work and for libtorch's intra-op pool.
 
+#include <cstdint>
+#include <functional>
+
 namespace alto {
 
 /// Sets the thread count (>= 1). Debian's libtorch starts with one intra-op thread, so alto's
@@ -9,5 +12,13 @@ void set_num_threads(int threads);
 int num_threads();
 /// All cores of this machine.
 int default_num_threads();
+
+/// Runs fn(chunk_begin, chunk_end) over [begin, end) split into at most num_threads() chunks of
+/// at least `grain` items, on std::threads (the caller runs one chunk). alto uses this rather than
+/// at::parallel_for because Debian's OpenMP build of libtorch does not scale its team on these
+/// machines (two OpenMP threads ran an FFT loop slower than one). Calls made from inside a chunk
+/// run serially. The first exception a chunk throws is rethrown here.
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace alto

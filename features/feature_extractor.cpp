@@ -1,6 +1,5 @@
 #include "alto/features/feature_extractor.h"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 #include "alto/features/seamless_m4t_feature_extractor.h"
 #include "alto/features/wav2vec2_feature_extractor.h"
 #include "alto/features/whisper_feature_extractor.h"
@@ -203,16 +203,36 @@ PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
   }
   const int64_t dim = sequences[0].size(1);
   PaddedBatch out;
+  out.lengths = lengths;
+  out.side = side;
+  if (sequences.size() == 1 && lengths[0] == target) {
+    // Nothing to pad: a view, not a copy (long clips are the common single-clip case).
+    out.values = sequences[0].slice(0, 0, target).unsqueeze(0);
+    return out;
+  }
   out.values = torch::full({static_cast<int64_t>(sequences.size()), target, dim}, padding_value,
                            torch::kFloat32);
-  out.mask = torch::zeros({static_cast<int64_t>(sequences.size()), target}, torch::kInt32);
   for (size_t i = 0; i < sequences.size(); ++i) {
     const int64_t n = lengths[i];
     const int64_t begin = side == PaddingSide::kRight ? 0 : target - n;
     out.values[i].slice(0, begin, begin + n).copy_(sequences[i].slice(0, 0, n));
-    out.mask[i].slice(0, begin, begin + n).fill_(1);
   }
   return out;
+}
+
+torch::Tensor PaddedBatch::mask(int64_t step) const {
+  const int64_t target = values.size(1);
+  const int64_t columns = (target + step - 1) / step;
+  torch::Tensor m = torch::zeros({static_cast<int64_t>(lengths.size()), columns}, torch::kInt32);
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    // Real items occupy [begin, begin + n); column c stands for position c * step.
+    const int64_t begin = side == PaddingSide::kRight ? 0 : target - lengths[i];
+    const int64_t end = begin + lengths[i];
+    const int64_t first = (begin + step - 1) / step;
+    const int64_t last = (end + step - 1) / step;
+    if (last > first) m[i].slice(0, first, last).fill_(1);
+  }
+  return m;
 }
 
 void for_each_clip(size_t count, const std::function<void(size_t)>& fn) {
@@ -220,7 +240,7 @@ void for_each_clip(size_t count, const std::function<void(size_t)>& fn) {
     fn(0);  // one clip: its frames are what runs in parallel
     return;
   }
-  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+  alto::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(static_cast<size_t>(i));
   });
 }

@@ -77,7 +77,11 @@ namespace detail {
 /// int32 mask [B, T]. `strategy` must be resolved (not kDefault).
 struct PaddedBatch {
   torch::Tensor values;
-  torch::Tensor mask;
+  std::vector<int64_t> lengths;  // real items per sequence, after truncation
+  PaddingSide side = PaddingSide::kRight;
+  /// The mask at positions 0, step, 2 step, ... (transformers' mask[:, ::step]); built on demand
+  /// because a sample-level mask of a long clip is larger than its features.
+  torch::Tensor mask(int64_t step = 1) const;
 };
 PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
                           PaddingOptions::Strategy strategy, std::optional<int64_t> max_length,

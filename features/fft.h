@@ -31,6 +31,10 @@ class AlignedBuffer {
   size_t size_ = 0;
 };
 
+/// |z|^2. std::norm computes it through hypot unless built with -ffast-math, which costs more
+/// than the FFT itself.
+inline float power_of(std::complex<float> z) { return z.real() * z.real() + z.imag() * z.imag(); }
+
 class RealFft {
  public:
   /// n >= 1, any size (FFTW handles non powers of two such as Whisper's 400).

@@ -1,12 +1,13 @@
 #include "alto/features/frames.h"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 
 namespace alto::features {
 
@@ -101,26 +102,79 @@ FrameWorkspace::FrameWorkspace(int n_fft)
     : time(n_fft), spectrum(n_fft / 2 + 1), power(n_fft / 2 + 1) {}
 
 torch::Tensor process_frames(const FrameProcessor& processor, const float* samples,
-                             int64_t num_samples, const float* noise) {
+                             int64_t num_samples, const float* noise, bool feature_major) {
   const FrameLayout& layout = processor.layout();
   const int64_t frames = layout.num_frames(num_samples);
   const int dim = processor.feature_dim();
-  torch::Tensor out = torch::empty({frames, dim}, torch::kFloat32);
+  torch::Tensor out = feature_major ? torch::empty({dim, frames}, torch::kFloat32)
+                                    : torch::empty({frames, dim}, torch::kFloat32);
   float* features = out.data_ptr<float>();
-  // Frames are independent: split them into chunks, one workspace per chunk.
-  at::parallel_for(0, frames, 256, [&](int64_t begin, int64_t end) {
+  // Frames are independent: split them into chunks, one workspace per chunk. Feature-major
+  // output goes through a small block of rows so the transposed writes stay contiguous.
+  constexpr int64_t kBlock = 64;
+  alto::parallel_for(0, frames, 512, [&](int64_t begin, int64_t end) {
     FrameWorkspace workspace(processor.n_fft());
     std::vector<float> frame(layout.frame_length);
-    for (int64_t i = begin; i < end; ++i) {
-      layout.copy_frame(samples, 0, num_samples, i, frame.data());
-      if (noise != nullptr) {
-        const float* row = noise + i * layout.frame_length;
-        for (int k = 0; k < layout.frame_length; ++k) frame[k] += row[k];
+    std::vector<float> block(feature_major ? kBlock * dim : 0);
+    for (int64_t first = begin; first < end; first += kBlock) {
+      const int64_t count = std::min(kBlock, end - first);
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t i = first + j;
+        const int64_t start = layout.frame_start(i);
+        const float* input = frame.data();
+        if (noise == nullptr && start >= 0 && start + layout.frame_length <= num_samples) {
+          input = samples + start;  // interior frames are read in place
+        } else {
+          layout.copy_frame(samples, 0, num_samples, i, frame.data());
+          if (noise != nullptr) {
+            const float* n = noise + i * layout.frame_length;
+            for (int k = 0; k < layout.frame_length; ++k) frame[k] += n[k];
+          }
+        }
+        float* row = feature_major ? block.data() + j * dim : features + i * dim;
+        processor.process(input, row, workspace);
       }
-      processor.process(frame.data(), features + i * dim, workspace);
+      if (feature_major)
+        for (int d = 0; d < dim; ++d)
+          for (int64_t j = 0; j < count; ++j) features[d * frames + first + j] = block[j * dim + d];
     }
   });
   return out;
+}
+
+void log_in_place(float* values, int count) {
+  constexpr float kLn2Hi = 0.693145752f;  // ln 2 split so e * kLn2Hi is exact
+  constexpr float kLn2Lo = 1.42860677e-06f;
+  for (int i = 0; i < count; ++i) {
+    int32_t bits;
+    std::memcpy(&bits, &values[i], sizeof bits);
+    // x = m * 2^e with m in [sqrt(1/2), sqrt(2)): 0x3f3504f3 is sqrt(1/2).
+    const int32_t e = (bits - 0x3f3504f3) >> 23;
+    const int32_t mantissa_bits = bits - (e << 23);
+    float m;
+    std::memcpy(&m, &mantissa_bits, sizeof m);
+    // ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 is exact in float.
+    const float s = (m - 1.0f) / (m + 1.0f);
+    const float s2 = s * s;
+    const float series =
+        2.0f * s * (1.0f + s2 * (1.0f / 3 + s2 * (1.0f / 5 + s2 * (1.0f / 7 + s2 * (1.0f / 9)))));
+    const float ef = static_cast<float>(e);
+    values[i] = ef * kLn2Hi + (series + ef * kLn2Lo);
+  }
+}
+
+int64_t first_non_finite(const float* x, int64_t n) {
+  // x * 0 is 0 for finite x and NaN otherwise, so one vectorised sum screens the whole signal.
+  constexpr int64_t kBlock = 4096;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    float screen = 0.0f;
+    for (int64_t i = begin; i < end; ++i) screen += x[i] * 0.0f;
+    if (screen == 0.0f) continue;
+    for (int64_t i = begin; i < end; ++i)
+      if (!std::isfinite(x[i])) return i;
+  }
+  return -1;
 }
 
 torch::Tensor checked_waveform(const torch::Tensor& wave, const char* what) {
@@ -132,9 +186,9 @@ torch::Tensor checked_waveform(const torch::Tensor& wave, const char* what) {
   ALTO_CHECK(x.is_floating_point(), what, ": expected floating-point samples, got ", wave.dtype());
   ALTO_CHECK(x.numel() > 0, what, ": the waveform is empty");
   x = x.to(torch::kCPU, torch::kFloat32).contiguous();
-  ALTO_CHECK(torch::isfinite(x).all().item<bool>(), what,
-             ": the waveform contains NaN or Inf samples (first at index ",
-             torch::nonzero(~torch::isfinite(x))[0].item<int64_t>(), ")");
+  const int64_t bad = first_non_finite(x.data_ptr<float>(), x.numel());
+  ALTO_CHECK(bad < 0, what, ": the waveform contains NaN or Inf samples (first at index ", bad,
+             ")");
   return x;
 }
 

@@ -63,16 +63,25 @@ class FrameProcessor {
   virtual const FrameLayout& layout() const = 0;
   virtual int n_fft() const = 0;
   virtual int feature_dim() const = 0;
-  /// frame: layout().frame_length raw samples (may be modified); features: feature_dim() values.
+  /// frame: layout().frame_length raw samples; features: feature_dim() values.
   /// Const and thread-safe: all mutable state is in `workspace`.
-  virtual void process(float* frame, float* features, FrameWorkspace& workspace) const = 0;
+  virtual void process(const float* frame, float* features, FrameWorkspace& workspace) const = 0;
 };
 
-/// Runs `processor` on every frame of samples[0, num_samples) -> [frames, feature_dim] float32,
+/// Runs `processor` on every frame of samples[0, num_samples) -> [frames, feature_dim] float32
+/// (or [feature_dim, frames] with `feature_major`, the layout Whisper and torchaudio return),
 /// spread over alto's threads. `noise`, when given, is [frames, frame_length] and is added to
 /// each raw frame first (Kaldi's dither).
 torch::Tensor process_frames(const FrameProcessor& processor, const float* samples,
-                             int64_t num_samples, const float* noise = nullptr);
+                             int64_t num_samples, const float* noise = nullptr,
+                             bool feature_major = false);
+
+/// values[i] = ln(values[i]) for positive normal floats, within 2 ulp of std::log. Written so the
+/// compiler vectorises it: the log is most of the arithmetic left once the FFT is done.
+void log_in_place(float* values, int count);
+
+/// Index of the first NaN or Inf sample, or -1.
+int64_t first_non_finite(const float* samples, int64_t count);
 
 /// Checks a mono waveform for the extractors: 1-D (or [1, N]), non-empty, finite. Returns it as a
 /// contiguous float32 CPU tensor [N]. `what` names the extractor in messages.

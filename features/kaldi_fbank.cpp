@@ -102,35 +102,39 @@ class KaldiFbankFrames : public FrameProcessor {
   int n_fft() const override { return fft_.size(); }
   int feature_dim() const override { return o_.num_mel_bins + (o_.use_energy ? 1 : 0); }
 
-  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+  void process(const float* frame, float* out, FrameWorkspace& ws) const override {
     const int n = layout_.frame_length;
+    float* x = ws.time.data();  // the frame is worked on in the FFT buffer
+    std::copy_n(frame, n, x);
     if (o_.remove_dc_offset) {
       float sum = 0.0f;
-      for (int k = 0; k < n; ++k) sum += frame[k];
+      for (int k = 0; k < n; ++k) sum += x[k];
       const float mean = sum / static_cast<float>(n);
-      for (int k = 0; k < n; ++k) frame[k] -= mean;
+      for (int k = 0; k < n; ++k) x[k] -= mean;
     }
     float energy = 0.0f;
-    if (o_.raw_energy) energy = log_energy(frame, n);
+    if (o_.raw_energy) energy = log_energy(x, n);
     if (o_.preemphasis_coefficient != 0.0) {
       const float c = static_cast<float>(o_.preemphasis_coefficient);
       // x[0] is pre-emphasised against itself (torchaudio pads with mode="replicate").
-      for (int k = n - 1; k > 0; --k) frame[k] -= c * frame[k - 1];
-      frame[0] -= c * frame[0];
+      for (int k = n - 1; k > 0; --k) x[k] -= c * x[k - 1];
+      x[0] -= c * x[0];
     }
-    for (int k = 0; k < n; ++k) ws.time[k] = frame[k] * window_[k];
-    for (int k = n; k < fft_.size(); ++k) ws.time[k] = 0.0f;
+    for (int k = 0; k < n; ++k) x[k] *= window_[k];
+    for (int k = n; k < fft_.size(); ++k) x[k] = 0.0f;
     if (!o_.raw_energy) energy = log_energy(ws.time.data(), fft_.size());
     fft_.forward(ws.time.data(), ws.spectrum.data());
     const int bins = fft_.num_bins();
     for (int k = 0; k < bins; ++k) {
-      const float p = std::norm(ws.spectrum[k]);
+      const float p = power_of(ws.spectrum[k]);
       ws.power[k] = o_.use_power ? p : std::sqrt(p);
     }
     float* mel = out + (o_.use_energy && !o_.htk_compat ? 1 : 0);
     mel_.apply(ws.power.data(), mel);
-    if (o_.use_log_fbank)
-      for (int m = 0; m < o_.num_mel_bins; ++m) mel[m] = std::log(std::max(mel[m], kEpsilon));
+    if (o_.use_log_fbank) {
+      for (int m = 0; m < o_.num_mel_bins; ++m) mel[m] = std::max(mel[m], kEpsilon);
+      log_in_place(mel, o_.num_mel_bins);
+    }
     if (o_.use_energy) out[o_.htk_compat ? o_.num_mel_bins : 0] = energy;
   }
 
@@ -204,7 +208,8 @@ BatchFeature batch_frame_features(std::vector<torch::Tensor> features,
                     padding.pad_to_multiple_of, PaddingSide::kRight, 0.0);
   BatchFeature out;
   out.input_features = batch.values;
-  if (padding.return_attention_mask.value_or(features.size() > 1)) out.attention_mask = batch.mask;
+  if (padding.return_attention_mask.value_or(features.size() > 1))
+    out.attention_mask = batch.mask();
   return out;
 }
 

@@ -56,7 +56,7 @@ class KaldiMfccFrames : public FrameProcessor {
   int n_fft() const override { return fbank_.frame_processor().n_fft(); }
   int feature_dim() const override { return o_.num_ceps; }
 
-  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+  void process(const float* frame, float* out, FrameWorkspace& ws) const override {
     const FrameProcessor& fbank = fbank_.frame_processor();
     ws.scratch.resize(fbank.feature_dim());
     float* fb = ws.scratch.data();

@@ -72,12 +72,12 @@ class MelSpectrogramFrames : public FrameProcessor {
   int n_fft() const override { return fft_.size(); }
   int feature_dim() const override { return mel_.num_mels(); }
 
-  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+  void process(const float* frame, float* out, FrameWorkspace& ws) const override {
     for (int k = 0; k < fft_.size(); ++k) ws.time[k] = frame[k] * window_[k];
     fft_.forward(ws.time.data(), ws.spectrum.data());
     for (int k = 0; k < fft_.num_bins(); ++k) {
       const std::complex<float> c = ws.spectrum[k] * scale_;
-      ws.power[k] = power_ == 2.0f   ? std::norm(c)
+      ws.power[k] = power_ == 2.0f   ? power_of(c)
                     : power_ == 1.0f ? std::abs(c)
                                      : std::pow(std::abs(c), power_);
     }
@@ -117,7 +117,7 @@ torch::Tensor MelSpectrogram::compute(const torch::Tensor& wave) const {
   const torch::Tensor x = checked_waveform(wave, "MelSpectrogram");
   ALTO_CHECK(options_.center || x.numel() >= options_.n_fft, "MelSpectrogram: ", x.numel(),
              " samples are fewer than n_fft=", options_.n_fft, " (with center=false)");
-  return process_frames(*frames_, x.data_ptr<float>(), x.numel()).t().contiguous();
+  return process_frames(*frames_, x.data_ptr<float>(), x.numel(), nullptr, /*feature_major=*/true);
 }
 
 BatchFeature MelSpectrogram::compute_batch(const std::vector<torch::Tensor>& clips,

@@ -76,7 +76,7 @@ BatchFeature SeamlessM4TFeatureExtractor::compute_batch(const std::vector<torch:
       features, strategy, padding.max_length, padding.truncation.value_or(false),
       padding.pad_to_multiple_of.value_or(2), options_.padding_side, options_.padding_value);
   torch::Tensor values = batch.values;  // [B, T, bins]
-  torch::Tensor mask = batch.mask;      // [B, T]
+  torch::Tensor mask = batch.mask();    // [B, T]
   const int64_t stride = options_.stride;
   const int64_t frames =
       values.size(1) - values.size(1) % stride;  // a trailing odd frame is dropped

@@ -1,12 +1,12 @@
 #include "alto/features/stft.h"
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 
 namespace alto::features {
 
@@ -61,7 +61,7 @@ class StftFrames : public FrameProcessor {
   int num_freq() const { return o_.onesided ? o_.n_fft / 2 + 1 : o_.n_fft; }
   int feature_dim() const override { return o_.power ? num_freq() : 2 * num_freq(); }
 
-  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+  void process(const float* frame, float* out, FrameWorkspace& ws) const override {
     for (int k = 0; k < o_.n_fft; ++k) ws.time[k] = frame[k] * window_[k];
     fft_.forward(ws.time.data(), ws.spectrum.data());
     const float scale = o_.normalized ? 1.0f / std::sqrt(static_cast<float>(o_.n_fft)) : 1.0f;
@@ -160,7 +160,7 @@ torch::Tensor InverseStft::compute(const torch::Tensor& spectrum,
   const RealFft fft(n_fft);
   const float scale = options_.normalized ? 1.0f / std::sqrt(static_cast<float>(n_fft))
                                           : 1.0f / static_cast<float>(n_fft);
-  at::parallel_for(0, frames, 128, [&](int64_t begin, int64_t end) {
+  alto::parallel_for(0, frames, 128, [&](int64_t begin, int64_t end) {
     AlignedBuffer<std::complex<float>> c(bins);
     AlignedBuffer<float> t(n_fft);
     for (int64_t i = begin; i < end; ++i) {

@@ -49,25 +49,26 @@ BatchFeature Wav2Vec2FeatureExtractor::compute_batch(const std::vector<torch::Te
   auto batch = detail::pad_sequences(sequences, strategy, padding.max_length,
                                      padding.truncation.value_or(false), padding.pad_to_multiple_of,
                                      options_.padding_side, options_.padding_value);
-  torch::Tensor values = batch.values.squeeze(2);  // [B, L]
+  torch::Tensor values = batch.values.squeeze(2).clone();  // [B, L]; unpadded it aliases the input
+  const torch::Tensor mask = batch.mask();
   const bool with_mask = padding.return_attention_mask.value_or(options_.return_attention_mask);
   if (options_.do_normalize) {
     // transformers normalises over the real samples only when it has a mask and padded.
     const bool masked = with_mask && strategy != PaddingOptions::Strategy::kDoNotPad;
     for (int64_t b = 0; b < values.size(0); ++b) {
       const torch::Tensor row = values[b].to(torch::kFloat64);
-      const torch::Tensor real = masked ? row.masked_select(batch.mask[b] != 0) : row;
+      const torch::Tensor real = masked ? row.masked_select(mask[b] != 0) : row;
       const double mean = real.mean().item<double>();
       const double var = real.var(/*unbiased=*/false).item<double>();
       torch::Tensor normed = (row - mean) / std::sqrt(var + 1e-7);
-      if (masked) normed.masked_fill_(batch.mask[b] == 0, options_.padding_value);
+      if (masked) normed.masked_fill_(mask[b] == 0, options_.padding_value);
       values[b].copy_(normed);
     }
   }
   BatchFeature out;
   out.name = "input_values";
   out.input_features = values;
-  if (with_mask) out.attention_mask = batch.mask;
+  if (with_mask) out.attention_mask = mask;
   return out;
 }
 

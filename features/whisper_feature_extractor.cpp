@@ -57,15 +57,19 @@ class WhisperFrames : public FrameProcessor {
   int n_fft() const override { return fft_.size(); }
   int feature_dim() const override { return mel_.num_mels(); }
 
-  void process(float* frame, float* out, FrameWorkspace& ws) const override {
+  void process(const float* frame, float* out, FrameWorkspace& ws) const override {
     const int n = fft_.size();
     for (int k = 0; k < n; ++k) ws.time[k] = frame[k] * window_[k];
     fft_.forward(ws.time.data(), ws.spectrum.data());
     const int bins = fft_.num_bins();
-    for (int k = 0; k < bins; ++k) ws.power[k] = std::norm(ws.spectrum[k]);
+    for (int k = 0; k < bins; ++k) ws.power[k] = power_of(ws.spectrum[k]);
     mel_.apply(ws.power.data(), out);
-    for (int m = 0; m < mel_.num_mels(); ++m)
-      out[m] = (std::log10(std::max(out[m], 1e-10f)) + 4.0f) / 4.0f;
+    const int n_mels = mel_.num_mels();
+    for (int m = 0; m < n_mels; ++m) out[m] = std::max(out[m], 1e-10f);
+    log_in_place(out, n_mels);
+    // (log10(mel) + 4) / 4
+    constexpr float kLog10E = 0.434294482f;
+    for (int m = 0; m < n_mels; ++m) out[m] = (out[m] * kLog10E + 4.0f) * 0.25f;
   }
 
  private:
@@ -120,9 +124,11 @@ BatchFeature WhisperFeatureExtractor::compute_batch(const std::vector<torch::Ten
   const int64_t batch_size = audio.size(0);
   const int64_t length = audio.size(1);
   if (options_.do_normalize) {
+    const torch::Tensor sample_mask = batch.mask();
+    audio = audio.clone();  // unpadded, `audio` is the caller's samples
     // zero_mean_unit_var_norm over each clip's real samples; padding gets padding_value.
     for (int64_t b = 0; b < batch_size; ++b) {
-      const int64_t n = batch.mask[b].sum().item<int64_t>();
+      const int64_t n = batch.lengths[b];
       torch::Tensor real = options_.padding_side == PaddingSide::kRight
                                ? audio[b].slice(0, 0, n)
                                : audio[b].slice(0, length - n, length);
@@ -130,33 +136,39 @@ BatchFeature WhisperFeatureExtractor::compute_batch(const std::vector<torch::Ten
       const double mean = r64.mean().item<double>();
       const double var = r64.var(/*unbiased=*/false).item<double>();
       torch::Tensor normed = ((audio[b].to(torch::kFloat64) - mean) / std::sqrt(var + 1e-7));
-      normed.masked_fill_(batch.mask[b] == 0, options_.padding_value);
+      normed.masked_fill_(sample_mask[b] == 0, options_.padding_value);
       audio[b].copy_(normed);
     }
   }
   const int64_t frames = frames_->layout().num_frames(length);
   torch::Tensor features =
-      torch::empty({batch_size, options_.feature_size, frames}, torch::kFloat32);
+      batch_size == 1 ? torch::Tensor()
+                      : torch::empty({batch_size, options_.feature_size, frames}, torch::kFloat32);
   detail::for_each_clip(batch_size, [&](size_t b) {
-    const torch::Tensor x = audio[b].contiguous();
+    const torch::Tensor x = audio[b].contiguous();  // a view when unpadded
     torch::Tensor noise;
     if (options_.dither > 0) {
       auto generator = at::detail::createCPUGenerator(options_.dither_seed + b);
       noise = torch::randn({frames, options_.n_fft}, generator) * options_.dither;
     }
     torch::Tensor y = process_frames(*frames_, x.data_ptr<float>(), length,
-                                     noise.defined() ? noise.data_ptr<float>() : nullptr);
+                                     noise.defined() ? noise.data_ptr<float>() : nullptr,
+                                     /*feature_major=*/true);
     if (options_.clamp_dynamic_range && y.numel() > 0) {
       // max(x, max(x) - 8) on log10, i.e. max(y, max(y) - 2) after (x + 4) / 4.
-      y = torch::maximum(y, y.max() - 2.0f);
+      y.clamp_min_(y.max().item<float>() - 2.0f);
     }
-    features[b].copy_(y.t());
+    if (batch_size == 1) {
+      features = y.unsqueeze(0);
+    } else {
+      features[b].copy_(y);
+    }
   });
   BatchFeature out;
   out.input_features = features;
   if (padding.return_attention_mask.value_or(options_.return_attention_mask)) {
     // Sample mask rescaled to frames: every hop_length-th sample, less the dropped last frame.
-    torch::Tensor mask = batch.mask.slice(1, 0, length, options_.hop_length);
+    torch::Tensor mask = batch.mask(options_.hop_length);
     if (length % options_.hop_length != 0) mask = mask.slice(1, 0, mask.size(1) - 1);
     out.attention_mask = mask.contiguous();
   }

@@ -1,0 +1,100 @@
+// `alto features` on every golden case's .wav, read back and held to the case's tolerance.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+
+#include "alto/core/safetensors.h"
+#include "features/golden.h"
+#include "test_util.h"
+
+using namespace alto;
+
+namespace {
+
+SafetensorsFile run_features(const std::string& args, const std::string& out_name) {
+  const std::string out = test::temp_path(out_name + ".safetensors");
+  const std::string command = std::string(ALTO_CLI_PATH) + " features " + args + " -o " + out;
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  return SafetensorsFile(out);
+}
+
+std::string case_args(const test::GoldenCase& c, const std::string& kind) {
+  if (kind == "whisper_log_mel") return "--extractor whisper --n-mels " + c.meta("n_mels");
+  if (kind == "kaldi_fbank")
+    return "--extractor kaldi-fbank --num-mel-bins " + c.meta("num_mel_bins") + " --snip-edges " +
+           c.meta("snip_edges") + " --waveform-scale " + c.meta("input_scale");
+  if (kind == "kaldi_mfcc")
+    return "--extractor kaldi-mfcc --num-ceps " + c.meta("num_ceps") + " --num-mel-bins " +
+           c.meta("num_mel_bins") + " --waveform-scale " + c.meta("input_scale");
+  if (kind == "seamless_m4t_features") return "--extractor seamless-m4t";
+  return "--extractor mel --n-fft 400 --hop-length 160 --f-max 8000 --n-mels 80 --mel-scale " +
+         c.meta("mel_scale") + " --norm " + (c.meta("norm") == "slaney" ? "slaney" : "none");
+}
+
+}  // namespace
+
+TEST_CASE("alto features reproduces every golden case from its .wav", "[cli][features][golden]") {
+  const char* cases[] = {"whisper_hf_np_80__speech_4s",
+                         "whisper_hf_np_80__speech_33s",
+                         "whisper_hf_np_80__short_0p3s",
+                         "whisper_hf_np_80__silence_1s",
+                         "whisper_hf_np_128__speech_4s",
+                         "whisper_openai_80__speech_4s",
+                         "whisper_openai_128__short_0p3s",
+                         "kaldi_fbank80__speech_4s",
+                         "kaldi_fbank80_int16scale__speech_4s",
+                         "kaldi_fbank80_nosnip__short_0p3s",
+                         "kaldi_fbank80_int16scale_nosnip__noise_1s",
+                         "kaldi_fbank80__silence_1s",
+                         "kaldi_mfcc13_int16scale__speech_4s",
+                         "kaldi_mfcc13__noise_1s",
+                         "seamless_m4t__speech_4s",
+                         "seamless_m4t__short_0p3s",
+                         "melspec_htk_nonorm__chirp_1s",
+                         "melspec_htk_slaneynorm__chirp_1s",
+                         "melspec_slaney_nonorm__chirp_1s",
+                         "melspec_slaney_slaneynorm__chirp_1s",
+                         "melspec_htk_nonorm__speech_4s"};
+  for (const char* name : cases) {
+    SECTION(name) {
+      const test::GoldenCase c(name);
+      const std::string kind = c.meta("kind");
+      const SafetensorsFile out = run_features(c.wav_path() + " " + case_args(c, kind), name);
+      c.require_matches(out.tensor("features"));
+      CHECK(out.metadata().at("extractor") != "");
+      if (kind == "seamless_m4t_features")
+        CHECK(torch::equal(out.tensor("attention_mask"), c.tensor("attention_mask")));
+    }
+  }
+}
+
+TEST_CASE("alto features --no-pad and batches follow transformers", "[cli][features][golden]") {
+  const test::GoldenCase nopad("whisper_hf_np_80_nopad__speech_4s");
+  const SafetensorsFile a =
+      run_features(nopad.wav_path() + " --extractor whisper --no-pad", "nopad");
+  nopad.require_matches(a.tensor("features"));
+  CHECK(torch::equal(a.tensor("attention_mask"), nopad.tensor("attention_mask")));
+
+  const test::GoldenCase batch("seamless_m4t_batch__short_0p3s_and_noise_1s");
+  const std::string second =
+      test::data_path("features/seamless_m4t_batch__short_0p3s_and_noise_1s.input_1.wav");
+  const SafetensorsFile b =
+      run_features(batch.wav_path() + " " + second + " --extractor seamless-m4t", "batch");
+  batch.require_matches(b.tensor("features"));
+  CHECK(torch::equal(b.tensor("attention_mask"), batch.tensor("attention_mask")));
+  CHECK(b.metadata().at("extractor") == "seamless-m4t");
+}
+
+TEST_CASE("alto features refuses a rate mismatch unless told to resample", "[cli][features]") {
+  const std::string wav = test::data_path("stereo44k_f32.wav");
+  const std::string out = test::temp_path("rate.safetensors");
+  const std::string base = std::string(ALTO_CLI_PATH) + " features " + wav + " -o " + out;
+  CHECK(std::system((base + " --extractor whisper 2>/dev/null").c_str()) != 0);
+  REQUIRE(std::system((base + " --extractor whisper --resample").c_str()) == 0);
+  CHECK(SafetensorsFile(out).tensor("features").sizes() == torch::IntArrayRef({80, 3000}));
+  CHECK(std::system((base + " --extractor kaldi-fbank --snip-edges maybe 2>/dev/null").c_str()) !=
+        0);
+}
