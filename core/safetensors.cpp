@@ -6,330 +6,456 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <set>
 
 #include "alto/core/error.h"
 
-namespace alto {
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors data is little-endian and alto maps it in place");
 
+namespace alto {
 namespace {
 
-using nlohmann::json;
-using nlohmann::ordered_json;
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
 
-constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the Hugging Face reader's limit
 
-struct DtypeEntry {
+struct Dtype {
   const char* name;
   torch::ScalarType type;
-  size_t size;
 };
-const DtypeEntry kDtypes[] = {{"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4},
-                              {"F16", torch::kFloat16, 2}, {"BF16", torch::kBFloat16, 2},
-                              {"I64", torch::kInt64, 8},   {"I32", torch::kInt32, 4},
-                              {"I16", torch::kInt16, 2},   {"I8", torch::kInt8, 1},
-                              {"U8", torch::kUInt8, 1},    {"BOOL", torch::kBool, 1}};
+constexpr Dtype kDtypes[] = {{"F64", torch::kFloat64}, {"F32", torch::kFloat32},
+                             {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
+                             {"I64", torch::kInt64},   {"I32", torch::kInt32},
+                             {"I16", torch::kInt16},   {"I8", torch::kInt8},
+                             {"U8", torch::kUInt8},    {"BOOL", torch::kBool}};
+constexpr const char* kSupported = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
 
-const DtypeEntry* find_dtype(const std::string& name) {
-  for (const auto& d : kDtypes)
+const Dtype* find_dtype(const std::string& name) {
+  for (const Dtype& d : kDtypes)
     if (name == d.name) return &d;
   return nullptr;
 }
 
-const DtypeEntry* find_dtype(torch::ScalarType type) {
-  for (const auto& d : kDtypes)
+const Dtype* find_dtype(torch::ScalarType type) {
+  for (const Dtype& d : kDtypes)
     if (type == d.type) return &d;
   return nullptr;
 }
 
-}  // namespace
+/// A JSON value for an error message: scalars as written, containers by kind only, since a
+/// hostile header can make them arbitrarily large.
+std::string describe(const Json& value) {
+  return value.is_number() || value.is_boolean() || value.is_null() ? value.dump()
+                                                                    : value.type_name();
+}
 
-struct SafetensorsFile::Mapping {
-  std::string path;
-  void* base = nullptr;
-  size_t size = 0;
-  const uint8_t* data = nullptr;  // start of the data section
-  std::vector<SafetensorsTensorInfo> infos;
-  std::map<std::string, size_t> index;
-  std::map<std::string, std::string> metadata;
+SafetensorsTensorInfo parse_entry(const std::string& path, const std::string& name,
+                                  const Json& entry, uint64_t data_bytes) {
+  const std::string where = detail::concat(path, ": tensor '", name, "'");
+  ALTO_CHECK_AS(IoError, entry.is_object(), where,
+                ": header entry must be an object with dtype, shape and data_offsets, got ",
+                describe(entry));
+  auto field = [&](const char* key) -> const Json& {
+    auto it = entry.find(key);
+    ALTO_CHECK_AS(IoError, it != entry.end(), where, ": header entry has no \"", key, "\"");
+    return *it;
+  };
 
-  ~Mapping() {
-    if (base != nullptr) munmap(base, size);
+  SafetensorsTensorInfo info;
+  info.name = name;
+  const Json& dtype = field("dtype");
+  ALTO_CHECK_AS(IoError, dtype.is_string(), where, ": dtype must be a string, got ",
+                describe(dtype));
+  info.dtype = dtype.get<std::string>();
+  const Dtype* known = find_dtype(info.dtype);
+  ALTO_CHECK_AS(Unsupported, known != nullptr, where, " has dtype ", info.dtype,
+                ", which alto does not support (supported: ", kSupported, ")");
+
+  const Json& shape = field("shape");
+  ALTO_CHECK_AS(IoError, shape.is_array(), where, ": shape must be an array, got ",
+                describe(shape));
+  // Hostile sizes must not wrap around and pass the size check below.
+  uint64_t bytes = c10::elementSize(known->type);
+  bool overflow = false;
+  for (const Json& dim : shape) {
+    ALTO_CHECK_AS(
+        IoError,
+        dim.is_number_unsigned() && dim.get<uint64_t>() <= std::numeric_limits<int64_t>::max(),
+        where, ": shape entries must be non-negative integers, got ", describe(dim));
+    info.shape.push_back(dim.get<int64_t>());
+    overflow |= __builtin_mul_overflow(bytes, dim.get<uint64_t>(), &bytes);
+  }
+
+  const Json& offsets = field("data_offsets");
+  ALTO_CHECK_AS(IoError,
+                offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+                    offsets[1].is_number_unsigned(),
+                where, ": data_offsets must be [begin, end], two non-negative integers");
+  info.begin = offsets[0].get<uint64_t>();
+  info.end = offsets[1].get<uint64_t>();
+  ALTO_CHECK_AS(IoError, info.begin <= info.end, where, ": data_offsets [", info.begin, ", ",
+                info.end, "] end before they begin");
+  ALTO_CHECK_AS(IoError, info.end <= data_bytes, where, ": data_offsets [", info.begin, ", ",
+                info.end, "] run past the end of the data section (", data_bytes,
+                " bytes); is the file truncated?");
+  ALTO_CHECK_AS(IoError, !overflow, where, ": shape ", c10::IntArrayRef(info.shape),
+                " is too large");
+  ALTO_CHECK_AS(IoError, info.end - info.begin == bytes, where, ": ", info.dtype, " shape ",
+                c10::IntArrayRef(info.shape), " needs ", bytes, " bytes but data_offsets [",
+                info.begin, ", ", info.end, "] hold ", info.end - info.begin);
+  return info;
+}
+
+void check_no_overlap(const std::string& path, const std::vector<SafetensorsTensorInfo>& infos) {
+  std::vector<const SafetensorsTensorInfo*> sorted;
+  for (const auto& info : infos)
+    if (info.begin < info.end) sorted.push_back(&info);  // empty tensors occupy no bytes
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->begin < b->begin; });
+  for (size_t k = 1; k < sorted.size(); ++k) {
+    const auto& a = *sorted[k - 1];
+    const auto& b = *sorted[k];
+    ALTO_CHECK_AS(IoError, b.begin >= a.end, path, ": tensors '", a.name, "' [", a.begin, ", ",
+                  a.end, "] and '", b.name, "' [", b.begin, ", ", b.end, "] overlap");
+  }
+}
+
+/// Closes on destruction.
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int fd) : fd(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
   }
 };
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : mapping_(std::make_shared<Mapping>()) {
-  Mapping& m = *mapping_;
-  m.path = path;
-  auto fail = [&](const std::string& why) -> IoError { return IoError(path + ": " + why); };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw fail(std::string("cannot open (") + std::strerror(errno) + ")");
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw fail("not a regular file");
+/// The file being written, under a temporary name beside its target until commit().
+class TempFile {
+ public:
+  explicit TempFile(const std::string& target) : target_(target) {
+    // O_EXCL on a per-process name rather than mkstemp, which would create the file 0600
+    // instead of honouring the umask.
+    static std::atomic<uint64_t> counter{0};
+    do {
+      tmp_ = detail::concat(target, ".", ::getpid(), ".", counter++, ".tmp");
+      fd_.fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    } while (fd_.fd < 0 && errno == EEXIST);
+    ALTO_CHECK_AS(IoError, fd_.fd >= 0, target, ": cannot create ", tmp_, ": ",
+                  std::strerror(errno));
   }
-  m.size = static_cast<size_t>(st.st_size);
-  if (m.size < 8) {
-    ::close(fd);
-    throw fail("not a safetensors file: " + std::to_string(m.size) +
-               " bytes, less than the 8-byte header length");
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  ~TempFile() {
+    if (!committed_) ::unlink(tmp_.c_str());
   }
-  // MAP_PRIVATE + PROT_WRITE: writes to returned tensors go to private pages, never the file.
-  m.base = mmap(nullptr, m.size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (m.base == MAP_FAILED) {
-    m.base = nullptr;
-    throw fail(std::string("cannot map (") + std::strerror(errno) + ")");
+
+  void write(const void* data, uint64_t size, const std::string& what) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      ssize_t n = ::write(fd_.fd, p, std::min<uint64_t>(size, 1 << 30));
+      if (n < 0 && errno == EINTR) continue;
+      ALTO_CHECK_AS(IoError, n > 0, target_, ": cannot write ", what, ": ",
+                    n < 0 ? std::strerror(errno) : "no progress");
+      p += n;
+      size -= static_cast<uint64_t>(n);
+    }
   }
-  const auto* bytes = static_cast<const uint8_t*>(m.base);
-  uint64_t header_bytes = 0;
-  for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | bytes[i];
-  if (header_bytes > kMaxHeaderBytes || header_bytes > m.size - 8)
-    throw fail("header length " + std::to_string(header_bytes) + " does not fit in the " +
-               std::to_string(m.size) + "-byte file (truncated or not safetensors)");
-  ordered_json header;  // header order is the tensors' order
+
+  void commit() {
+    // Data on disk before the rename, or a crash could leave an empty file at the target.
+    ALTO_CHECK_AS(IoError, ::fsync(fd_.fd) == 0, target_, ": cannot flush ", tmp_, ": ",
+                  std::strerror(errno));
+    const int fd = fd_.fd;
+    fd_.fd = -1;
+    ALTO_CHECK_AS(IoError, ::close(fd) == 0, target_, ": cannot close ", tmp_, ": ",
+                  std::strerror(errno));
+    ALTO_CHECK_AS(IoError, ::rename(tmp_.c_str(), target_.c_str()) == 0, target_,
+                  ": cannot rename ", tmp_, " into place: ", std::strerror(errno));
+    committed_ = true;
+  }
+
+ private:
+  std::string target_;
+  std::string tmp_;
+  Fd fd_;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+struct SafetensorsFile::Mapping {
+  uint8_t* bytes = nullptr;
+  size_t size = 0;
+  Mapping(uint8_t* bytes, size_t size) : bytes(bytes), size(size) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { ::munmap(bytes, size); }
+};
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
+  // stat before open: opening a FIFO would block.
+  struct stat st;
+  ALTO_CHECK_AS(IoError, ::stat(path.c_str(), &st) == 0, path, ": ", std::strerror(errno));
+  ALTO_CHECK_AS(IoError, !S_ISDIR(st.st_mode), path, ": is a directory, not a safetensors file");
+  ALTO_CHECK_AS(IoError, S_ISREG(st.st_mode), path, ": is not a regular file");
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  ALTO_CHECK_AS(IoError, fd.fd >= 0, path, ": ", std::strerror(errno));
+  ALTO_CHECK_AS(IoError, ::fstat(fd.fd, &st) == 0, path, ": ", std::strerror(errno));
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  ALTO_CHECK_AS(IoError, size > 0, path, ": file is empty, not a safetensors file");
+  ALTO_CHECK_AS(IoError, size >= 8, path, ": ", size,
+                " bytes is too short for a safetensors file (its header length alone takes 8)");
+
+  // Private and writable, so tensors are copy-on-write views that never reach the file;
+  // MAP_NORESERVE so a checkpoint larger than RAM + swap is not refused up front.
+  void* bytes =
+      ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd.fd, 0);
+  ALTO_CHECK_AS(IoError, bytes != MAP_FAILED, path, ": cannot map ", size,
+                " bytes: ", std::strerror(errno));
+  mapping_ = std::make_shared<Mapping>(static_cast<uint8_t*>(bytes), size);
+
+  uint64_t header_bytes;
+  std::memcpy(&header_bytes, mapping_->bytes, 8);
+  ALTO_CHECK_AS(IoError, header_bytes <= kMaxHeaderBytes, path, ": header length ", header_bytes,
+                " is over the 100 MB limit; not a safetensors file?");
+  ALTO_CHECK_AS(IoError, header_bytes <= size - 8, path, ": header length ", header_bytes,
+                " runs past the end of the file (", size, " bytes); is it truncated?");
+  data_start_ = 8 + header_bytes;
+
+  Json header;
+  const char* header_text = reinterpret_cast<const char*>(mapping_->bytes) + 8;
   try {
-    header = ordered_json::parse(bytes + 8, bytes + 8 + header_bytes);
-  } catch (const json::exception& e) {
-    throw fail(std::string("header is not valid JSON (") + e.what() + ")");
+    header = Json::parse(header_text, header_text + header_bytes);
+  } catch (const Json::parse_error& e) {
+    throw IoError(detail::concat(path, ": header is not valid JSON: ", e.what()));
   }
-  if (!header.is_object()) throw fail("header is not a JSON object");
-  m.data = bytes + 8 + header_bytes;
-  const uint64_t data_bytes = m.size - 8 - header_bytes;
-  for (auto it = header.begin(); it != header.end(); ++it) {
-    const std::string& name = it.key();
-    const ordered_json& entry = it.value();
-    if (name == "__metadata__") {
-      if (!entry.is_object()) throw fail("__metadata__ must be an object of strings");
-      for (auto mt = entry.begin(); mt != entry.end(); ++mt) {
-        if (!mt.value().is_string())
-          throw fail("__metadata__ value '" + mt.key() + "' is not a string");
-        m.metadata[mt.key()] = mt.value().get<std::string>();
+  ALTO_CHECK_AS(IoError, header.is_object(), path, ": header must be a JSON object, got ",
+                describe(header));
+
+  for (const auto& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      ALTO_CHECK_AS(IoError, value.is_object(), path,
+                    ": __metadata__ must map strings to strings, got ", describe(value));
+      for (const auto& [name, text] : value.items()) {
+        ALTO_CHECK_AS(IoError, text.is_string(), path, ": __metadata__ \"", name,
+                      "\" must be a string, got ", describe(text));
+        metadata_[name] = text.get<std::string>();
       }
       continue;
     }
-    const std::string where = "tensor '" + name + "'";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets"))
-      throw fail(where + " needs dtype, shape and data_offsets");
-    const ordered_json& dtype = entry["dtype"];
-    const ordered_json& shape = entry["shape"];
-    const ordered_json& offsets = entry["data_offsets"];
-    if (!dtype.is_string()) throw fail(where + ": dtype is not a string");
-    const DtypeEntry* d = find_dtype(dtype.get<std::string>());
-    if (d == nullptr)
-      throw Unsupported(path + ": " + where + " has dtype " + dtype.get<std::string>() +
-                        ", which alto does not read (F64, F32, F16, BF16, I64, I32, I16, I8, U8, "
-                        "BOOL)");
-    SafetensorsTensorInfo info;
-    info.name = name;
-    info.dtype = d->name;
-    if (!shape.is_array()) throw fail(where + ": shape is not an array");
-    uint64_t numel = 1;
-    for (const ordered_json& s : shape) {
-      if (!s.is_number_integer() || s.get<int64_t>() < 0)
-        throw fail(where + ": shape " + shape.dump() + " has a non-integer or negative size");
-      const auto size = s.get<uint64_t>();
-      if (size != 0 && numel > (UINT64_MAX / 8) / size) throw fail(where + ": shape overflows");
-      numel *= size;
-      info.shape.push_back(static_cast<int64_t>(size));
-    }
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned())
-      throw fail(where + ": data_offsets must be [begin, end]");
-    info.begin = offsets[0].get<uint64_t>();
-    info.end = offsets[1].get<uint64_t>();
-    if (info.begin > info.end || info.end > data_bytes)
-      throw fail(where + ": data_offsets [" + std::to_string(info.begin) + ", " +
-                 std::to_string(info.end) + "] lie outside the " + std::to_string(data_bytes) +
-                 "-byte data section (truncated file?)");
-    if (info.end - info.begin != numel * d->size)
-      throw fail(where + ": " + std::to_string(info.end - info.begin) + " bytes for shape " +
-                 shape.dump() + " of " + d->name + ", expected " + std::to_string(numel * d->size));
-    m.index[name] = m.infos.size();
-    m.infos.push_back(std::move(info));
+    infos_.push_back(parse_entry(path, key, value, size - data_start_));
+    index_[key] = infos_.size() - 1;
   }
-  // No two tensors may share bytes.
-  std::vector<const SafetensorsTensorInfo*> sorted;
-  for (const auto& i : m.infos) sorted.push_back(&i);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-    return a->begin < b->begin || (a->begin == b->begin && a->end < b->end);
-  });
-  for (size_t i = 1; i < sorted.size(); ++i)
-    if (sorted[i]->begin < sorted[i - 1]->end)
-      throw fail("tensors '" + sorted[i - 1]->name + "' and '" + sorted[i]->name + "' overlap");
+  check_no_overlap(path, infos_);
 }
-
-SafetensorsFile::~SafetensorsFile() = default;
-SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
-SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
-
-const std::string& SafetensorsFile::path() const { return mapping_->path; }
 
 std::vector<std::string> SafetensorsFile::names() const {
-  std::vector<std::string> out;
-  for (const auto& i : mapping_->infos) out.push_back(i.name);
-  return out;
-}
-
-bool SafetensorsFile::contains(const std::string& name) const {
-  return mapping_->index.count(name) != 0;
+  std::vector<std::string> names;
+  names.reserve(infos_.size());
+  for (const auto& info : infos_) names.push_back(info.name);
+  return names;
 }
 
 const SafetensorsTensorInfo& SafetensorsFile::info(const std::string& name) const {
-  auto it = mapping_->index.find(name);
-  ALTO_CHECK(it != mapping_->index.end(), mapping_->path, ": no tensor named '", name, "'");
-  return mapping_->infos[it->second];
+  auto it = index_.find(name);
+  ALTO_CHECK(it != index_.end(), path_, ": no tensor named '", name, "' (the file holds ",
+             infos_.size(), " tensors)");
+  return infos_[it->second];
 }
 
 torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
-  const SafetensorsTensorInfo& i = info(name);
-  const DtypeEntry* d = find_dtype(i.dtype);
-  const auto options = torch::TensorOptions().dtype(d->type);
-  uint8_t* p = const_cast<uint8_t*>(mapping_->data) + i.begin;
-  if (reinterpret_cast<uintptr_t>(p) % d->size != 0) {
-    torch::Tensor copy = torch::empty(i.shape, options);
-    std::memcpy(copy.data_ptr(), p, i.end - i.begin);
-    return copy;
+  const SafetensorsTensorInfo& info = this->info(name);
+  const torch::ScalarType type = find_dtype(info.dtype)->type;
+  const auto options = torch::TensorOptions().dtype(type);
+  if (info.begin == info.end) return torch::empty(info.shape, options);  // no bytes to point at
+  uint8_t* data = mapping_->bytes + data_start_ + info.begin;
+  if (reinterpret_cast<uintptr_t>(data) % c10::elementSize(type) == 0) {
+    auto keep_alive = mapping_;
+    return torch::from_blob(
+        data, info.shape, [keep_alive](void*) {}, options);
   }
-  auto keep = mapping_;
-  return torch::from_blob(
-      p, i.shape, [keep](void*) {}, options);
+  // Other writers need not align tensors, and libtorch's kernels assume aligned elements.
+  auto copy = torch::empty(info.shape, options);
+  std::memcpy(copy.data_ptr(), data, info.end - info.begin);
+  return copy;
 }
 
 std::map<std::string, torch::Tensor> SafetensorsFile::tensors() const {
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& i : mapping_->infos) out[i.name] = tensor(i.name);
-  return out;
-}
-
-const std::map<std::string, std::string>& SafetensorsFile::metadata() const {
-  return mapping_->metadata;
+  std::map<std::string, torch::Tensor> all;
+  for (const auto& info : infos_) all.emplace(info.name, tensor(info.name));
+  return all;
 }
 
 SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : path_(path) {
-  namespace fs = std::filesystem;
-  fs::path index;
-  if (fs::is_directory(path)) {
-    if (fs::exists(fs::path(path) / "model.safetensors")) {
-      shards_.emplace_back((fs::path(path) / "model.safetensors").string());
-    } else {
-      index = fs::path(path) / "model.safetensors.index.json";
-      ALTO_CHECK_AS(IoError, fs::exists(index), path,
-                    ": no model.safetensors or model.safetensors.index.json in this folder");
-    }
-  } else if (path.size() > 5 && path.substr(path.size() - 5) == ".json") {
-    index = path;
-  } else {
-    shards_.emplace_back(path);
+  fs::path file(path);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) {
+    if (fs::exists(file / "model.safetensors.index.json", ec))
+      file /= "model.safetensors.index.json";
+    else if (fs::exists(file / "model.safetensors", ec))
+      file /= "model.safetensors";
+    else
+      throw IoError(detail::concat(
+          path, ": folder holds neither model.safetensors.index.json nor model.safetensors"));
   }
-  if (!index.empty()) {
-    std::ifstream in(index);
-    ALTO_CHECK_AS(IoError, in.good(), "cannot open ", index.string());
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const json::exception& e) {
-      throw IoError(index.string() + ": not valid JSON (" + e.what() + ")");
-    }
-    ALTO_CHECK_AS(IoError, j.is_object() && j.contains("weight_map") && j["weight_map"].is_object(),
-                  index.string(), ": expected an object with a \"weight_map\"");
-    if (j.contains("metadata") && j["metadata"].is_object())
-      for (auto it = j["metadata"].begin(); it != j["metadata"].end(); ++it)
-        metadata_[it.key()] =
-            it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-    std::map<std::string, size_t> shard_index;
-    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      ALTO_CHECK_AS(IoError, it.value().is_string(), index.string(), ": weight_map entry '",
-                    it.key(), "' is not a file name");
-      const std::string file = it.value().get<std::string>();
-      if (!shard_index.count(file)) {
-        shard_index[file] = shards_.size();
-        shards_.emplace_back((index.parent_path() / file).string());
-      }
-      const SafetensorsFile& shard = shards_[shard_index[file]];
-      ALTO_CHECK_AS(IoError, shard.contains(it.key()), index.string(), ": tensor '", it.key(),
-                    "' is mapped to ", file, ", which does not contain it");
-      shard_of_[it.key()] = shard_index[file];
-      names_.push_back(it.key());
-    }
+
+  if (file.extension() != ".json") {
+    shards_.emplace_back(file.string());
+    names_ = shards_[0].names();
+    for (const auto& name : names_) shard_of_[name] = 0;
+    metadata_ = shards_[0].metadata();
     return;
   }
-  metadata_ = shards_[0].metadata();
-  names_ = shards_[0].names();
-  for (const auto& n : names_) shard_of_[n] = 0;
+
+  const std::string where = file.string();
+  std::ifstream in(file, std::ios::binary);
+  ALTO_CHECK_AS(IoError, in.is_open(), where,
+                ": cannot open checkpoint index: ", std::strerror(errno));
+  Json index;
+  try {
+    index = Json::parse(in);
+  } catch (const Json::parse_error& e) {
+    throw IoError(detail::concat(where, ": checkpoint index is not valid JSON: ", e.what()));
+  }
+  ALTO_CHECK_AS(IoError, index.is_object(), where, ": checkpoint index must be a JSON object");
+  auto weight_map = index.find("weight_map");
+  ALTO_CHECK_AS(IoError, weight_map != index.end() && weight_map->is_object(), where,
+                ": has no \"weight_map\" object mapping tensor names to shard files");
+
+  std::vector<std::string> shard_files;
+  std::map<std::string, size_t> shard_position;
+  std::vector<std::pair<std::string, size_t>> listed;  // name -> shard, as the index says
+  for (const auto& [name, shard_file] : weight_map->items()) {
+    ALTO_CHECK_AS(IoError, shard_file.is_string(), where, ": weight_map \"", name,
+                  "\" must name a shard file, got ", describe(shard_file));
+    auto [it, added] = shard_position.emplace(shard_file.get<std::string>(), shard_files.size());
+    if (added) shard_files.push_back(it->first);
+    listed.emplace_back(name, it->second);
+  }
+
+  for (const auto& shard_file : shard_files) {
+    try {
+      shards_.emplace_back((file.parent_path() / shard_file).string());
+    } catch (const IoError& e) {
+      throw IoError(detail::concat(where, ": shard ", e.what()));
+    }
+    const size_t s = shards_.size() - 1;
+    for (const auto& name : shards_[s].names()) {
+      auto [it, added] = shard_of_.emplace(name, s);
+      ALTO_CHECK_AS(IoError, added, where, ": tensor '", name, "' is in two shards, ",
+                    shards_[it->second].path(), " and ", shards_[s].path());
+      names_.push_back(name);
+    }
+  }
+  for (const auto& [name, s] : listed) {
+    auto it = shard_of_.find(name);
+    ALTO_CHECK_AS(IoError, it != shard_of_.end() && it->second == s, where, ": weight_map puts '",
+                  name, "' in ", shards_[s].path(), ", which does not hold it");
+  }
+
+  auto metadata = index.find("metadata");
+  if (metadata != index.end()) {
+    ALTO_CHECK_AS(IoError, metadata->is_object(), where, ": \"metadata\" must be an object, got ",
+                  describe(*metadata));
+    for (const auto& [key, value] : metadata->items())
+      metadata_[key] = value.is_string() ? value.get<std::string>() : value.dump();
+  }
 }
 
-std::vector<std::string> SafetensorsCheckpoint::names() const { return names_; }
-
-bool SafetensorsCheckpoint::contains(const std::string& name) const {
-  return shard_of_.count(name) != 0;
-}
-
-const SafetensorsFile& SafetensorsCheckpoint::file_of(const std::string& name) const {
+const SafetensorsFile& SafetensorsCheckpoint::shard(const std::string& name) const {
   auto it = shard_of_.find(name);
-  ALTO_CHECK(it != shard_of_.end(), path_, ": no tensor named '", name, "'");
+  ALTO_CHECK(it != shard_of_.end(), path_, ": no tensor named '", name, "' in the checkpoint");
   return shards_[it->second];
 }
 
 const SafetensorsTensorInfo& SafetensorsCheckpoint::info(const std::string& name) const {
-  return file_of(name).info(name);
+  return shard(name).info(name);
 }
 
 torch::Tensor SafetensorsCheckpoint::tensor(const std::string& name) const {
-  return file_of(name).tensor(name);
+  return shard(name).tensor(name);
 }
 
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
-  ordered_json header = ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::vector<torch::Tensor> data;
-  uint64_t offset = 0;
+  std::set<std::string> seen;
   for (const auto& [name, t] : tensors) {
-    ALTO_CHECK(t.defined(), "save_safetensors(", path, "): tensor '", name, "' is undefined");
-    ALTO_CHECK(name != "__metadata__" && !header.contains(name), "save_safetensors(", path,
-               "): duplicate or reserved tensor name '", name, "'");
-    const DtypeEntry* d = find_dtype(t.scalar_type());
-    ALTO_CHECK_AS(Unsupported, d != nullptr, "save_safetensors(", path, "): tensor '", name,
-                  "' has dtype ", t.dtype(), ", which safetensors output does not take");
-    torch::Tensor c = t.detach().to(torch::kCPU).contiguous();
-    const uint64_t bytes = static_cast<uint64_t>(c.numel()) * d->size;
-    header[name] = {
-        {"dtype", d->name}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-    data.push_back(c);
+    ALTO_CHECK(name != "__metadata__", path,
+               ": '__metadata__' is the metadata's key and cannot name a tensor");
+    ALTO_CHECK(seen.insert(name).second, path, ": tensor '", name, "' is given twice");
+    ALTO_CHECK(t.defined(), path, ": tensor '", name, "' is undefined");
+    ALTO_CHECK(t.layout() == torch::kStrided, path, ": tensor '", name, "' has layout ", t.layout(),
+               "; only dense tensors can be written");
+    ALTO_CHECK_AS(Unsupported, find_dtype(t.scalar_type()) != nullptr, path, ": tensor '", name,
+                  "' has dtype ", t.dtype(), ", which safetensors files from alto cannot hold (",
+                  kSupported, ")");
   }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // data starts 8-aligned, as the reference pads
-  const std::string temp = path + ".partial";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    ALTO_CHECK_AS(IoError, out.good(), "cannot write ", path);
-    uint8_t length[8];
-    for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(text.size() >> (8 * i));
-    out.write(reinterpret_cast<const char*>(length), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& c : data)
-      out.write(static_cast<const char*>(c.data_ptr()),
-                static_cast<std::streamsize>(c.numel() * c.element_size()));
-    out.flush();
-    if (!out.good()) {
-      out.close();
-      std::remove(temp.c_str());
-      throw IoError("cannot write " + path + " (disk full?)");
+
+  // Larger items first keeps every tensor aligned for zero-copy reading.
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tensors[a].second.element_size() > tensors[b].second.element_size();
+  });
+  std::vector<uint64_t> begin(tensors.size());
+  uint64_t offset = 0;
+  for (size_t k : order) {
+    begin[k] = offset;
+    offset += tensors[k].second.numel() * tensors[k].second.element_size();
+  }
+
+  Json header = Json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const torch::Tensor& t = tensors[k].second;
+    header[tensors[k].first] = {
+        {"dtype", find_dtype(t.scalar_type())->name},
+        {"shape", t.sizes().vec()},
+        {"data_offsets", Json::array({begin[k], begin[k] + t.numel() * t.element_size()})}};
+  }
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::type_error& e) {
+    throw InvalidArgument(
+        detail::concat(path, ": tensor names and metadata must be UTF-8: ", e.what()));
+  }
+  // Spaces up to a multiple of 8, as the Hugging Face writer pads, so the data section is
+  // 8-aligned.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  TempFile file(path);
+  const uint64_t header_bytes = text.size();
+  file.write(&header_bytes, 8, "the header length");
+  file.write(text.data(), text.size(), "the header");
+  for (size_t k : order) {
+    const auto& [name, t] = tensors[k];
+    torch::Tensor cpu;
+    try {
+      cpu = t.to(torch::kCPU).contiguous();
+    } catch (const c10::Error& e) {
+      throw Error(detail::concat(path, ": cannot copy tensor '", name,
+                                 "' to the CPU: ", e.what_without_backtrace()));
     }
+    file.write(cpu.data_ptr(), cpu.numel() * cpu.element_size(),
+               detail::concat("tensor '", name, "'"));
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw IoError("cannot write " + path + " (" + std::strerror(errno) + ")");
-  }
+  file.commit();
 }
 
 }  // namespace alto

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The main job on the bundled samples: inspect them, then convert one to 16 kHz mono FLAC.
+# The main job on the bundled samples: inspect them, convert one to 16 kHz mono FLAC, and
+# compute Whisper's log-mel and Kaldi fbank features of the speech sample.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -7,3 +8,7 @@ out=$(mktemp -d)
 ./build/cli/alto info samples/*
 ./build/cli/alto convert samples/stereo_44k.m4a "$out/stereo_16k_mono.flac" --sample-rate 16000 --mono
 ./build/cli/alto info --json "$out/stereo_16k_mono.flac"
+./build/cli/alto features samples/speech_16k.flac -o "$out/speech_whisper.safetensors" --extractor whisper
+./build/cli/alto features samples/speech_16k.flac -o "$out/speech_fbank.safetensors" --extractor kaldi-fbank \
+  --num-mel-bins 80 --waveform-scale 32768
+ls -l "$out"

@@ -18,5 +18,7 @@ out=$("$work/build/consumer" "$source/samples/stereo_44k.m4a")
 echo "$out"
 # ffmpeg decodes 45056 frames at 44.1 kHz from this sample; at 16 kHz that is round(45056 * 16000 / 44100).
 expected_frames=$(( (45056 * 16000 + 22050) / 44100 ))
-[ "$out" = "16000 Hz, 1 channel(s), $expected_frames frames" ] || { echo "unexpected output"; exit 1; }
+expected="16000 Hz, 1 channel(s), $expected_frames frames
+log-mel [80, 3000]"
+[ "$out" = "$expected" ] || { echo "unexpected output"; exit 1; }
 "$work/prefix/bin/alto" info "$source/samples/speech_16k.flac"
