@@ -3,11 +3,10 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/core/internal/json_config.h"
 #include "alto/core/threading.h"
 #include "alto/features/seamless_m4t_feature_extractor.h"
 #include "alto/features/wav2vec2_feature_extractor.h"
@@ -43,57 +42,17 @@ void FeatureExtractor::check_sampling_rate(int rate) const {
 
 namespace {
 
-using nlohmann::json;
+using alto::detail::JsonConfig;
 
-struct ConfigReader {
-  std::string path;
-  json j;
-
-  const json* find(const char* key) const {
-    auto it = j.find(key);
-    return it == j.end() || it->is_null() ? nullptr : &*it;
-  }
-  [[noreturn]] void bad(const char* key, const char* expected) const {
-    throw InvalidArgument(path + ": field '" + key + "' must be " + expected + ", got " +
-                          j.at(key).dump());
-  }
-  void read(const char* key, int& out) const {
-    if (const json* v = find(key)) {
-      // transformers writes some integers as floats (16000.0); accept them when integral.
-      if (v->is_number_integer())
-        out = v->get<int>();
-      else if (v->is_number_float() && v->get<double>() == static_cast<int>(v->get<double>()))
-        out = static_cast<int>(v->get<double>());
-      else
-        bad(key, "an integer");
-    }
-  }
-  void read(const char* key, double& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_number()) bad(key, "a number");
-      out = v->get<double>();
-    }
-  }
-  void read(const char* key, bool& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_boolean()) bad(key, "true or false");
-      out = v->get<bool>();
-    }
-  }
-  void read(const char* key, PaddingSide& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_string() || (*v != "right" && *v != "left")) bad(key, "\"right\" or \"left\"");
-      out = *v == "right" ? PaddingSide::kRight : PaddingSide::kLeft;
-    }
-  }
-};
+const std::map<std::string, PaddingSide> kPaddingSides = {{"right", PaddingSide::kRight},
+                                                          {"left", PaddingSide::kLeft}};
 
 template <typename Extractor, typename Options>
-std::unique_ptr<FeatureExtractor> build(const ConfigReader& config, const Options& options) {
+std::unique_ptr<FeatureExtractor> build(const JsonConfig& config, const Options& options) {
   try {
     return std::make_unique<Extractor>(options);
   } catch (const Error& e) {
-    throw InvalidArgument(config.path + ": " + e.what());
+    throw InvalidArgument(config.path() + ": " + e.what());
   }
 }
 
@@ -104,20 +63,12 @@ std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
   namespace fs = std::filesystem;
   std::string path = dir_or_json;
   if (fs::is_directory(path)) path = (fs::path(path) / "preprocessor_config.json").string();
-  std::ifstream in(path);
-  ALTO_CHECK_AS(IoError, in.good(), "cannot open ", path,
+  ALTO_CHECK_AS(IoError, fs::exists(path), "cannot open ", path,
                 dir_or_json == path ? "" : " (the model folder has no preprocessor_config.json)");
-  ConfigReader config{path, {}};
-  try {
-    config.j = json::parse(in);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": not valid JSON (" + e.what() + ")");
-  }
-  ALTO_CHECK_AS(IoError, config.j.is_object(), path, ": expected a JSON object");
-  const json* type = config.find("feature_extractor_type");
-  ALTO_CHECK(type != nullptr && type->is_string(), path,
-             ": missing string field 'feature_extractor_type'");
-  const std::string kind = type->get<std::string>();
+  const JsonConfig config = JsonConfig::load(path);
+  std::string kind;
+  config.read("feature_extractor_type", kind);
+  ALTO_CHECK(!kind.empty(), path, ": missing string field 'feature_extractor_type'");
   if (kind == "WhisperFeatureExtractor") {
     WhisperFeatureExtractorOptions o;
     config.read("feature_size", o.feature_size);
@@ -128,7 +79,7 @@ std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
     config.read("padding_value", o.padding_value);
     config.read("dither", o.dither);
     config.read("return_attention_mask", o.return_attention_mask);
-    config.read("padding_side", o.padding_side);
+    config.read_choice("padding_side", kPaddingSides, o.padding_side);
     return build<WhisperFeatureExtractor>(config, o);
   }
   if (kind == "SeamlessM4TFeatureExtractor") {
@@ -139,7 +90,7 @@ std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
     config.read("padding_value", o.padding_value);
     config.read("stride", o.stride);
     config.read("return_attention_mask", o.return_attention_mask);
-    config.read("padding_side", o.padding_side);
+    config.read_choice("padding_side", kPaddingSides, o.padding_side);
     return build<SeamlessM4TFeatureExtractor>(config, o);
   }
   if (kind == "Wav2Vec2FeatureExtractor") {
@@ -149,7 +100,7 @@ std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
     config.read("padding_value", o.padding_value);
     config.read("do_normalize", o.do_normalize);
     config.read("return_attention_mask", o.return_attention_mask);
-    config.read("padding_side", o.padding_side);
+    config.read_choice("padding_side", kPaddingSides, o.padding_side);
     return build<Wav2Vec2FeatureExtractor>(config, o);
   }
   throw Unsupported(path + ": unknown feature_extractor_type '" + kind +

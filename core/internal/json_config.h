@@ -1,0 +1,136 @@
+#pragma once
+// Reading Hugging Face JSON configs (config.json, preprocessor_config.json,
+// generation_config.json) into typed option structs: an absent or null key keeps the struct's
+// default (which is transformers' default), a present key of the wrong type is an error naming
+// the file, the key and the value. Internal: nlohmann_json is a private dependency of alto.
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "alto/core/error.h"
+
+namespace alto::detail {
+
+class JsonConfig {
+ public:
+  /// Throws alto::IoError naming `path` when it is missing, not JSON or not an object.
+  static JsonConfig load(const std::string& path) {
+    std::ifstream in(path);
+    ALTO_CHECK_AS(IoError, in.good(), "cannot open ", path);
+    JsonConfig config;
+    config.path_ = path;
+    try {
+      config.json_ = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw IoError(path + ": not valid JSON (" + e.what() + ")");
+    }
+    ALTO_CHECK_AS(IoError, config.json_.is_object(), path, ": expected a JSON object");
+    return config;
+  }
+
+  const std::string& path() const { return path_; }
+  bool has(const char* key) const { return find(key) != nullptr; }
+  const nlohmann::json* find(const char* key) const {
+    auto it = json_.find(key);
+    return it == json_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  void read(const char* key, int& out) const {
+    int64_t wide = out;
+    read(key, wide);
+    out = static_cast<int>(wide);
+  }
+  void read(const char* key, int64_t& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      // transformers writes some integers as floats (16000.0); accept them when integral.
+      if (v->is_number_integer())
+        out = v->get<int64_t>();
+      else if (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>())
+        out = static_cast<int64_t>(v->get<double>());
+      else
+        bad(key, "an integer");
+    }
+  }
+  void read(const char* key, double& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      if (!v->is_number()) bad(key, "a number");
+      out = v->get<double>();
+    }
+  }
+  void read(const char* key, bool& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      if (!v->is_boolean()) bad(key, "true or false");
+      out = v->get<bool>();
+    }
+  }
+  void read(const char* key, std::string& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      if (!v->is_string()) bad(key, "a string");
+      out = v->get<std::string>();
+    }
+  }
+  void read(const char* key, std::vector<int64_t>& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      if (!v->is_array()) bad(key, "a list of integers");
+      std::vector<int64_t> values;
+      for (const auto& item : *v) {
+        if (!item.is_number_integer()) bad(key, "a list of integers");
+        values.push_back(item.get<int64_t>());
+      }
+      out = std::move(values);
+    }
+  }
+  void read(const char* key, std::map<std::string, int64_t>& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      if (!v->is_object()) bad(key, "an object of integers");
+      std::map<std::string, int64_t> values;
+      for (const auto& [name, item] : v->items()) {
+        if (!item.is_number_integer()) bad(key, "an object of integers");
+        values[name] = item.get<int64_t>();
+      }
+      out = std::move(values);
+    }
+  }
+  template <typename T>
+  void read(const char* key, std::optional<T>& out) const {
+    if (has(key)) {
+      T value{};
+      read(key, value);
+      out = value;
+    }
+  }
+  /// A string key whose value must be one of `choices`' names.
+  template <typename Enum>
+  void read_choice(const char* key, const std::map<std::string, Enum>& choices, Enum& out) const {
+    if (const nlohmann::json* v = find(key)) {
+      auto it = v->is_string() ? choices.find(v->get<std::string>()) : choices.end();
+      if (it == choices.end()) {
+        std::string names;
+        for (const auto& [name, _] : choices) names += (names.empty() ? "\"" : ", \"") + name + "\"";
+        bad(key, ("one of " + names).c_str());
+      }
+      out = it->second;
+    }
+  }
+  /// The error for a key that is present but unusable.
+  [[noreturn]] void bad(const char* key, const char* expected) const {
+    const nlohmann::json* v = find(key);
+    throw InvalidArgument(path_ + ": field '" + key + "' must be " + expected + ", got " +
+                          (v ? v->dump() : "null"));
+  }
+  /// The error for a key a model cannot do without.
+  void require(const char* key) const {
+    ALTO_CHECK(has(key), path_, ": missing field '", key, "'");
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json json_;
+};
+
+}  // namespace alto::detail

@@ -1,0 +1,69 @@
+#pragma once
+// The parameter-holding building blocks of alto's models, with torch.nn's parameter names and
+// shapes. Unlike torch::nn's modules they leave their tensors uninitialised: every value comes
+// from a checkpoint (CheckpointBinder), and random initialisation of a large model would cost
+// seconds for nothing.
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+namespace alto::models::layers {
+
+/// y = x W^T + b (torch.nn.Linear): weight [out, in], bias [out].
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias,
+             const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Linear);
+
+/// torch.nn.Conv1d: weight [out, in / groups, kernel], bias [out].
+struct Conv1dOptions {
+  int64_t in_channels = 0, out_channels = 0, kernel_size = 1;
+  int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
+  bool bias = true;
+};
+class Conv1dImpl : public torch::nn::Module {
+ public:
+  Conv1dImpl(const Conv1dOptions& conv, const torch::TensorOptions& options);
+  /// x: [batch, in_channels, time]
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+  Conv1dOptions conv;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(Conv1d);
+
+/// torch.nn.LayerNorm over the last dimension: weight and bias [dim].
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  LayerNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+  double eps;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(LayerNorm);
+
+/// torch.nn.Embedding: weight [num_embeddings, dim].
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(int64_t num_embeddings, int64_t dim, const torch::TensorOptions& options);
+  /// ids: int64 of any shape -> [..., dim]
+  torch::Tensor forward(const torch::Tensor& ids) const;
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(Embedding);
+
+/// Hugging Face's ACT2FN names: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
+/// approximation), "relu", "silu" / "swish". Throws alto::Unsupported naming `field` otherwise.
+enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
+Activation parse_activation(const std::string& name, const std::string& field);
+torch::Tensor activate(const torch::Tensor& x, Activation activation);
+
+}  // namespace alto::models::layers
