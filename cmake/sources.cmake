@@ -11,6 +11,10 @@ set(ALTO_AUDIO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/ffmpeg_util.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/sndfile_decoder.cpp)
 
+# Text tokenizers need no libtorch either.
+set(ALTO_TOKENIZER_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/bpe_tokenizer.cpp)
+
 set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../core/audio_tensor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/safetensors.cpp
@@ -31,4 +35,5 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_decoding.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_transcriber.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../streaming/streaming_feature_extractor.cpp)

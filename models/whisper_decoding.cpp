@@ -11,20 +11,12 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/tokenizers/bpe_tokenizer.h"
 
 namespace alto::models {
 
 namespace {
 
-// openai-whisper's LANGUAGES, in token order; large-v3 added "yue".
-const char* const kLanguageCodes[] = {
-    "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
-    "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
-    "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
-    "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
-    "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
-    "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
-    "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su", "yue"};
 constexpr int64_t kTextTokens = 50257;  // GPT-2's byte-level BPE vocabulary (multilingual: +1)
 constexpr int64_t kTimestamps = 1501;   // <|0.00|> ... <|30.00|>
 constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
@@ -161,7 +153,8 @@ WhisperSpecialTokens WhisperSpecialTokens::for_vocab_size(int64_t vocab_size) {
   }
   s.eot = multilingual ? kTextTokens : kTextTokens - 1;
   s.sot = s.eot + 1;
-  s.languages.assign(kLanguageCodes, kLanguageCodes + languages);
+  s.languages.assign(whisper_language_codes().begin(),
+                     whisper_language_codes().begin() + languages);
   s.translate = s.sot + 1 + languages;
   s.transcribe = s.translate + 1;
   s.start_of_lm = s.transcribe + 1;

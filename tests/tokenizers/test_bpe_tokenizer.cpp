@@ -1,0 +1,144 @@
+// BpeTokenizer against tests/data/tokenizers/whisper-multilingual (copied from
+// ../shared/golden/tokenizers; README.md there): every case, through all three loaders.
+
+#include "alto/tokenizers/bpe_tokenizer.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "alto/core/error.h"
+#include "test_util.h"
+
+using alto::BpeTokenizer;
+using nlohmann::json;
+
+namespace {
+
+const std::string kDir = alto::test::data_path("tokenizers/whisper-multilingual");
+
+json load(const std::string& name) {
+  std::ifstream in(kDir + "/" + name);
+  return json::parse(in);
+}
+
+// The three ways the Hub and openai ship this tokenizer, each from its own files only.
+std::vector<std::pair<std::string, BpeTokenizer>> loaders() {
+  namespace fs = std::filesystem;
+  const std::string hf_json = alto::test::temp_path("tokenizer-json");
+  const std::string hf_slow = alto::test::temp_path("tokenizer-slow");
+  fs::create_directories(hf_json);
+  fs::create_directories(hf_slow);
+  fs::copy_file(kDir + "/tokenizer.json", hf_json + "/tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  for (const char* f : {"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json"})
+    fs::copy_file(kDir + "/" + f, hf_slow + "/" + f, fs::copy_options::overwrite_existing);
+  return {{"tokenizer.json", BpeTokenizer::from_pretrained(hf_json)},
+          {"vocab.json+merges.txt", BpeTokenizer::from_pretrained(hf_slow)},
+          {"multilingual.tiktoken", BpeTokenizer::from_pretrained(kDir + "/multilingual.tiktoken")}};
+}
+
+std::vector<int64_t> ids_of(const json& j) { return j.get<std::vector<int64_t>>(); }
+
+void check_timestamp_decoding(const BpeTokenizer& t, const std::vector<int64_t>& ids,
+                              const json& expected) {
+  CHECK(t.decode(ids) == expected["decoded"].get<std::string>());
+  CHECK(t.decode(ids, {true, false}) == expected["decoded_skip_special"].get<std::string>());
+  CHECK(t.decode(ids, {false, true}) == expected["decoded_with_timestamps"].get<std::string>());
+  CHECK(t.decode(ids, {true, true}) ==
+        expected["decoded_with_timestamps_skip_special"].get<std::string>());
+  CHECK(t.decode_openai(ids) == expected["openai_decode"].get<std::string>());
+  CHECK(t.decode_openai(ids, true) == expected["openai_decode_with_timestamps"].get<std::string>());
+  const auto offsets = t.offsets(ids);
+  REQUIRE(offsets.size() == expected["offsets"].size());
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    const json& e = expected["offsets"][k];
+    CHECK(offsets[k].text == e["text"].get<std::string>());
+    CHECK(offsets[k].start == Approx(e["timestamp"][0].get<double>()).margin(1e-6));
+    CHECK(offsets[k].end == Approx(e["timestamp"][1].get<double>()).margin(1e-6));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every encoding and decoding case, through every loader", "[tokenizer]") {
+  const json cases = load("cases.json");
+  REQUIRE(cases.size() == 62);
+  for (const auto& [loader, t] : loaders()) {
+    CHECK(t.vocab_size() == 51865);
+    for (const json& c : cases) {
+      INFO(loader << ": " << c["name"].get<std::string>());
+      const std::string text = c["text"].get<std::string>();
+      const auto ids = ids_of(c["ids"]);
+      CHECK(t.encode(text) == ids);
+      CHECK(t.encode(text, /*split_special_tokens=*/true) == ids_of(c["ids_plain"]));
+      if (!c["openai_encode_default"].is_null())
+        CHECK(ids_of(c["openai_encode_default"]) == ids);
+      const auto tokens = c["tokens"].get<std::vector<std::string>>();
+      REQUIRE(tokens.size() == ids.size());
+      for (size_t k = 0; k < ids.size(); ++k) {
+        CHECK(t.id_to_token(ids[k]) == tokens[k]);
+        CHECK(t.decode({ids[k]}) == c["per_token_decoded"][k].get<std::string>());
+      }
+      CHECK(t.decode(ids) == c["decoded"].get<std::string>());
+      const auto with_prefix = ids_of(c["ids_with_prefix"]);
+      CHECK(t.decode(with_prefix) == c["decoded_with_prefix"].get<std::string>());
+      CHECK(t.decode(with_prefix, {true, false}) == c["decoded_skip_special"].get<std::string>());
+      check_timestamp_decoding(t, ids_of(c["timestamps"]["ids"]), c["timestamps"]);
+    }
+  }
+}
+
+TEST_CASE("every decode-only case: segments, windows, prompts", "[tokenizer]") {
+  const json cases = load("decode_cases.json");
+  REQUIRE(cases.size() == 14);
+  for (const auto& [loader, t] : loaders())
+    for (const json& c : cases) {
+      INFO(loader << ": " << c["name"].get<std::string>());
+      check_timestamp_decoding(t, ids_of(c["ids"]), c);
+    }
+}
+
+TEST_CASE("Whisper's special tokens by name", "[tokenizer]") {
+  for (const auto& [loader, t] : loaders()) {
+    INFO(loader);
+    CHECK(t.eot() == 50257);
+    CHECK(t.sot() == 50258);
+    CHECK(t.language_token("en") == 50259);
+    CHECK(t.language_token("su") == 50357);
+    CHECK(t.translate() == 50358);
+    CHECK(t.transcribe() == 50359);
+    CHECK(t.start_of_lm() == 50360);
+    CHECK(t.start_of_prev() == 50361);
+    CHECK(t.no_speech() == 50362);
+    CHECK(t.no_timestamps() == 50363);
+    CHECK(t.timestamp_begin() == 50364);
+    CHECK(t.languages().size() == 99);
+    CHECK(t.is_special(50363));
+    CHECK_FALSE(t.is_special(50364));  // timestamps are added tokens, not special ones
+    CHECK(t.token_to_id("<|30.00|>") == 51864);
+    CHECK_THROWS_WITH(t.language_token("xx"), Catch::Contains("unknown language 'xx'"));
+    CHECK_THROWS_AS(t.encode("\xff\xfe"), alto::InvalidArgument);
+  }
+}
+
+TEST_CASE("tokenizer files that are missing or corrupt", "[tokenizer]") {
+  namespace fs = std::filesystem;
+  CHECK_THROWS_AS(BpeTokenizer::from_pretrained(alto::test::temp_path("none")), alto::IoError);
+  const std::string empty = alto::test::temp_path("empty-tokenizer");
+  fs::create_directories(empty);
+  CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(empty), Catch::Contains("no tokenizer here"));
+  const std::string corrupt = alto::test::temp_path("corrupt-tokenizer");
+  fs::create_directories(corrupt);
+  std::ofstream(corrupt + "/tokenizer.json") << "{\"model\": [1, 2";
+  CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(corrupt),
+                    Catch::Contains("tokenizer.json") && Catch::Contains("not valid JSON"));
+  const std::string no_merges = alto::test::temp_path("no-merges");
+  fs::create_directories(no_merges);
+  fs::copy_file(kDir + "/vocab.json", no_merges + "/vocab.json");
+  CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(no_merges), Catch::Contains("merges.txt"));
+  const std::string bad_rank = alto::test::temp_path("bad.tiktoken");
+  std::ofstream(bad_rank) << "IQ== x\n";
+  CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(bad_rank), Catch::Contains("rank"));
+}

@@ -1,0 +1,733 @@
+#include "alto/tokenizers/bpe_tokenizer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "alto/core/error.h"
+
+namespace alto {
+
+const std::vector<std::string>& whisper_language_codes() {
+  static const std::vector<std::string> codes = {
+      "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
+      "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
+      "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
+      "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
+      "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
+      "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
+      "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su", "yue"};
+  return codes;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CodePointRange {
+  char32_t first, last;
+};
+#include "alto/tokenizers/internal/unicode_tables.inc"
+
+template <size_t N>
+bool in_table(const CodePointRange (&table)[N], char32_t c) {
+  auto it = std::upper_bound(std::begin(table), std::end(table), c,
+                             [](char32_t v, const CodePointRange& r) { return v < r.first; });
+  return it != std::begin(table) && c <= (it - 1)->last;
+}
+bool is_letter(char32_t c) { return in_table(kLetters, c); }
+bool is_number(char32_t c) { return in_table(kNumbers, c); }
+bool is_space(char32_t c) { return in_table(kWhiteSpace, c); }
+
+struct CodePoint {
+  char32_t value = 0;
+  size_t length = 0;  // bytes; for invalid input, the maximal invalid subpart (>= 1)
+  bool valid = false;
+};
+
+CodePoint next_code_point(const std::string& s, size_t i) {
+  const unsigned char lead = static_cast<unsigned char>(s[i]);
+  if (lead < 0x80) return {lead, 1, true};
+  size_t length;
+  char32_t value;
+  unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2, value = lead & 0x1F;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3, value = lead & 0x0F;
+    if (lead == 0xE0) low = 0xA0;
+    if (lead == 0xED) high = 0x9F;
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4, value = lead & 0x07;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;
+  } else {
+    return {0, 1, false};
+  }
+  for (size_t k = 1; k < length; ++k) {
+    if (i + k >= s.size()) return {0, k, false};
+    const unsigned char c = static_cast<unsigned char>(s[i + k]);
+    if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF)) return {0, k, false};
+    value = (value << 6) | (c & 0x3F);
+  }
+  return {value, length, true};
+}
+
+// Python's bytes.decode("utf-8", errors="replace"): one U+FFFD per maximal invalid subpart.
+std::string replace_invalid_utf8(const std::string& bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  for (size_t i = 0; i < bytes.size();) {
+    const CodePoint c = next_code_point(bytes, i);
+    if (c.valid)
+      out.append(bytes, i, c.length);
+    else
+      out += "\xEF\xBF\xBD";
+    i += c.length;
+  }
+  return out;
+}
+
+void append_utf8(std::string& out, char32_t c) {
+  if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+// GPT-2's byte -> printable code point alphabet, in which vocab.json spells byte strings.
+struct ByteAlphabet {
+  char32_t byte_to_char[256];
+  std::unordered_map<char32_t, unsigned char> char_to_byte;
+
+  ByteAlphabet() {
+    int extra = 0;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+      byte_to_char[b] = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++);
+      char_to_byte[byte_to_char[b]] = static_cast<unsigned char>(b);
+    }
+  }
+  // A vocab.json key -> its bytes; false when it is not in the alphabet.
+  bool to_bytes(const std::string& token, std::string& bytes) const {
+    bytes.clear();
+    for (size_t i = 0; i < token.size();) {
+      const CodePoint c = next_code_point(token, i);
+      auto it = c.valid ? char_to_byte.find(c.value) : char_to_byte.end();
+      if (it == char_to_byte.end()) return false;
+      bytes += static_cast<char>(it->second);
+      i += c.length;
+    }
+    return true;
+  }
+  std::string to_token(const std::string& bytes) const {
+    std::string token;
+    for (unsigned char b : bytes) append_utf8(token, byte_to_char[b]);
+    return token;
+  }
+};
+
+const ByteAlphabet& alphabet() {
+  static const ByteAlphabet a;
+  return a;
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  ALTO_CHECK_AS(IoError, in.good(), "cannot open ", path.string());
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw IoError(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::string base64_decode(const std::string& text, const std::string& where) {
+  auto value = [&](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    throw IoError(where + ": invalid base64 '" + text + "'");
+  };
+  std::string out;
+  int bits = 0, buffer = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    buffer = (buffer << 6) | value(c);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((buffer >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+// <|0.00|> ... : a timestamp's text, which transformers strips from decoded output.
+size_t timestamp_text_length(const std::string& s, size_t i) {
+  if (s.compare(i, 2, "<|") != 0) return 0;
+  size_t j = i + 2, digits = 0;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j, ++digits;
+  if (!digits || j >= s.size() || s[j] != '.') return 0;
+  ++j, digits = 0;
+  while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j, ++digits;
+  if (!digits || s.compare(j, 2, "|>") != 0) return 0;
+  return j + 2 - i;
+}
+
+std::string remove_timestamp_text(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = timestamp_text_length(s, i);
+    if (n) {
+      i += n;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+std::string token_content(const json& t) {
+  return t.is_string() ? t.get<std::string>() : t.value("content", "");
+}
+
+std::string format_time(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "<|%.2f|>", seconds);
+  return buffer;
+}
+
+}  // namespace
+
+struct BpeTokenizer::Impl {
+  static std::shared_ptr<Impl> load_tokenizer_json(const fs::path& path);
+  static std::shared_ptr<Impl> load_vocab_merges(const fs::path& dir);
+  static std::shared_ptr<Impl> load_tiktoken(const fs::path& path);
+
+  std::string source;
+  std::vector<std::string> bytes_of;   // id -> bytes (added tokens: their UTF-8 text)
+  std::vector<std::string> token_of;   // id -> vocab.json spelling or added-token content
+  std::vector<bool> added, special;    // by id
+  std::unordered_map<std::string, int64_t> id_of_bytes;  // byte-level tokens
+  std::unordered_map<std::string, int64_t> id_of_token;  // every token string
+  // Merge priority: by (left, right) pair for merge lists, by the joined bytes for ranks.
+  bool rank_by_concatenation = false;
+  std::unordered_map<std::string, int64_t> merge_rank;
+  std::map<char, std::vector<std::pair<std::string, int64_t>>> added_by_first_byte;
+  int64_t timestamp_begin = -1;
+
+  mutable std::mutex cache_mutex;
+  mutable std::unordered_map<std::string, std::vector<int64_t>> cache;
+
+  static std::string pair_key(const std::string& a, const std::string& b) {
+    return std::to_string(a.size()) + ':' + a + b;
+  }
+
+  void add_token(int64_t id, const std::string& token, const std::string& bytes, bool is_added,
+                 bool is_special) {
+    ALTO_CHECK_AS(IoError, id >= 0 && id < (1 << 24), source, ": token '", token,
+                  "' has an impossible id ", id);
+    if (static_cast<size_t>(id) >= token_of.size()) {
+      token_of.resize(id + 1);
+      bytes_of.resize(id + 1);
+      added.resize(id + 1, false);
+      special.resize(id + 1, false);
+    }
+    token_of[id] = token;
+    bytes_of[id] = bytes;
+    added[id] = is_added;
+    special[id] = is_special;
+    id_of_token[token] = id;
+    if (!is_added) id_of_bytes.emplace(bytes, id);
+  }
+
+  void add_vocab(const json& vocab) {
+    ALTO_CHECK_AS(IoError, vocab.is_object(), source, ": the vocabulary must be a JSON object");
+    std::string bytes;
+    for (const auto& [token, id] : vocab.items()) {
+      ALTO_CHECK_AS(IoError, id.is_number_integer(), source, ": vocabulary entry '", token,
+                    "' has no integer id");
+      ALTO_CHECK_AS(IoError, alphabet().to_bytes(token, bytes), source, ": vocabulary entry '",
+                    token, "' is not in the byte-level alphabet");
+      add_token(id.get<int64_t>(), token, bytes, false, false);
+    }
+  }
+
+  void add_merge(const std::string& left, const std::string& right, int64_t rank) {
+    std::string a, b;
+    ALTO_CHECK_AS(IoError, alphabet().to_bytes(left, a) && alphabet().to_bytes(right, b), source,
+                  ": merge '", left, " ", right, "' is not in the byte-level alphabet");
+    merge_rank.emplace(pair_key(a, b), rank);
+  }
+
+  void finish() {
+    for (size_t id = 0; id < token_of.size(); ++id)
+      if (added[id]) added_by_first_byte[token_of[id][0]].emplace_back(token_of[id], id);
+    for (auto& [first, tokens] : added_by_first_byte)
+      std::stable_sort(tokens.begin(), tokens.end(),
+                       [](auto& a, auto& b) { return a.first.size() > b.first.size(); });
+    auto it = id_of_token.find("<|0.00|>");
+    timestamp_begin = it == id_of_token.end() ? static_cast<int64_t>(token_of.size()) : it->second;
+  }
+
+  int64_t rank(const std::string& a, const std::string& b) const {
+    auto it = rank_by_concatenation ? merge_rank.find(a + b) : merge_rank.find(pair_key(a, b));
+    return it == merge_rank.end() ? -1 : it->second;
+  }
+
+  // Byte-pair merges of one pre-tokenised piece, lowest rank first, leftmost on ties.
+  void bpe(const std::string& piece, std::vector<int64_t>& ids) const {
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex);
+      auto it = cache.find(piece);
+      if (it != cache.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    std::vector<std::string> parts;
+    for (char c : piece) parts.emplace_back(1, c);
+    while (parts.size() > 1) {
+      int64_t best = -1;
+      size_t at = 0;
+      for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        const int64_t r = rank(parts[i], parts[i + 1]);
+        if (r >= 0 && (best < 0 || r < best)) best = r, at = i;
+      }
+      if (best < 0) break;
+      parts[at] += parts[at + 1];
+      parts.erase(parts.begin() + at + 1);
+    }
+    std::vector<int64_t> result;
+    for (const auto& part : parts) {
+      auto it = id_of_bytes.find(part);
+      ALTO_CHECK_AS(IoError, it != id_of_bytes.end(), source, ": BPE produced '",
+                    alphabet().to_token(part), "', which is not in the vocabulary");
+      result.push_back(it->second);
+    }
+    ids.insert(ids.end(), result.begin(), result.end());
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    if (cache.size() < 100000) cache.emplace(piece, std::move(result));
+  }
+
+  // GPT-2's pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  void encode_text(const std::string& text, std::vector<int64_t>& ids) const {
+    std::vector<char32_t> cps;
+    std::vector<size_t> offset;  // byte offset of each code point, plus the end
+    for (size_t i = 0; i < text.size();) {
+      const CodePoint c = next_code_point(text, i);
+      ALTO_CHECK(c.valid, "BpeTokenizer::encode: the text is not valid UTF-8 (byte ", i, ")");
+      cps.push_back(c.value);
+      offset.push_back(i);
+      i += c.length;
+    }
+    offset.push_back(text.size());
+    const size_t n = cps.size();
+    auto other = [&](char32_t c) { return !is_space(c) && !is_letter(c) && !is_number(c); };
+    auto run = [&](size_t from, auto&& in_class) {
+      while (from < n && in_class(cps[from])) ++from;
+      return from;
+    };
+    for (size_t i = 0; i < n;) {
+      size_t end = i;
+      if (cps[i] == '\'') {
+        for (const char* suffix : {"s", "t", "re", "ve", "m", "ll", "d"}) {
+          size_t k = 0;
+          while (suffix[k] && i + 1 + k < n && cps[i + 1 + k] == static_cast<char32_t>(suffix[k])) ++k;
+          if (!suffix[k]) {
+            end = i + 1 + k;
+            break;
+          }
+        }
+      }
+      if (end == i) {
+        const size_t after_space = cps[i] == ' ' && i + 1 < n ? i + 1 : i;
+        for (auto in_class : {+[](char32_t c) { return is_letter(c); },
+                              +[](char32_t c) { return is_number(c); }}) {
+          if (end > i) break;
+          if (in_class(cps[i])) end = run(i, in_class);
+          else if (after_space > i && in_class(cps[after_space])) end = run(after_space, in_class);
+        }
+        if (end == i) {
+          if (other(cps[i])) end = run(i, other);
+          else if (after_space > i && other(cps[after_space])) end = run(after_space, other);
+        }
+      }
+      if (end == i) {  // whitespace: a run not followed by text, or all but its last character
+        const size_t stop = run(i, is_space);
+        end = stop == n || stop - i == 1 ? stop : stop - 1;
+      }
+      bpe(text.substr(offset[i], offset[end] - offset[i]), ids);
+      i = end;
+    }
+  }
+
+  std::string decode_raw(const std::vector<int64_t>& ids, bool skip_special) const {
+    std::string text, run;
+    for (int64_t id : ids) {
+      const bool known = id >= 0 && id < static_cast<int64_t>(token_of.size());
+      if (skip_special && known && special[id]) continue;
+      if (known && added[id]) {
+        text += replace_invalid_utf8(run);
+        run.clear();
+        text += token_of[id];
+      } else if (known) {
+        run += bytes_of[id];  // ids outside the vocabulary decode as "", as transformers'
+      }
+    }
+    return text + replace_invalid_utf8(run);
+  }
+
+  // WhisperTokenizer._strip_prompt: with skip_special_tokens, a <|startofprev|> prompt goes.
+  std::vector<int64_t> strip_prompt(const std::vector<int64_t>& ids, bool skip_special) const {
+    if (!skip_special || ids.empty()) return ids;
+    auto prev = id_of_token.find("<|startofprev|>");
+    auto sot = id_of_token.find("<|startoftranscript|>");
+    if (prev == id_of_token.end() || ids.front() != prev->second) return ids;
+    auto start = sot == id_of_token.end() ? ids.end() : std::find(ids.begin(), ids.end(), sot->second);
+    return std::vector<int64_t>(start, ids.end());
+  }
+
+  std::string decode(const std::vector<int64_t>& token_ids, const BpeDecodeOptions& o) const {
+    const std::vector<int64_t> ids = strip_prompt(token_ids, o.skip_special_tokens);
+    if (!o.with_timestamps) return remove_timestamp_text(decode_raw(ids, o.skip_special_tokens));
+    // Timestamps that go backwards start a new 30 s window: after a single timestamp the
+    // window was a whole segment_size; after a pair, it ended at the pair.
+    const double precision = 0.02, segment = 1500;
+    std::vector<std::string> texts(1);
+    std::vector<std::vector<int64_t>> runs(1);
+    double cur_max = 0, prev_len = 0, penultimate = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t token = ids[i];
+      if (token < timestamp_begin) {
+        runs.back().push_back(token);
+        continue;
+      }
+      const double t = static_cast<double>(token - timestamp_begin) * precision;
+      if (t < cur_max) {
+        const bool single_ending =
+            i >= 2 && !(ids[i - 1] >= timestamp_begin && ids[i - 2] >= timestamp_begin);
+        if (single_ending) {
+          prev_len += precision * segment;
+        } else {
+          cur_max = penultimate;
+          prev_len += penultimate;
+          texts.resize(texts.size() - 2);
+          runs.resize(runs.size() - 2);
+        }
+      }
+      penultimate = cur_max;
+      cur_max = t;
+      texts.push_back(format_time(t + prev_len));
+      runs.emplace_back();  // the text entry's placeholder
+      texts.emplace_back();
+      runs.emplace_back();
+    }
+    std::string out;
+    for (size_t k = 0; k < texts.size(); ++k)
+      out += texts[k].empty() ? decode(runs[k], {o.skip_special_tokens, false}) : texts[k];
+    return out;
+  }
+};
+
+std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tokenizer_json(const fs::path& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = path.string();
+  const json j = read_json(path);
+  const json* model = j.contains("model") ? &j["model"] : nullptr;
+  ALTO_CHECK_AS(IoError, model && model->value("type", "") == "BPE", impl->source,
+                ": expected a \"model\" of type \"BPE\"");
+  ALTO_CHECK_AS(IoError, model->contains("vocab") && model->contains("merges"), impl->source,
+                ": the BPE model needs \"vocab\" and \"merges\"");
+  impl->add_vocab((*model)["vocab"]);
+  int64_t rank = 0;
+  for (const auto& merge : (*model)["merges"]) {
+    // tokenizers >= 0.20 writes ["a", "b"]; older files "a b".
+    if (merge.is_array() && merge.size() == 2) {
+      impl->add_merge(merge[0].get<std::string>(), merge[1].get<std::string>(), rank++);
+    } else if (merge.is_string()) {
+      const std::string m = merge.get<std::string>();
+      const size_t space = m.find(' ');
+      ALTO_CHECK_AS(IoError, space != std::string::npos, impl->source, ": bad merge '", m, "'");
+      impl->add_merge(m.substr(0, space), m.substr(space + 1), rank++);
+    } else {
+      throw IoError(impl->source + ": bad merge " + merge.dump());
+    }
+  }
+  for (const auto& t : j.value("added_tokens", json::array())) {
+    ALTO_CHECK_AS(IoError, t.contains("id") && t.contains("content"), impl->source,
+                  ": an added token needs \"id\" and \"content\"");
+    const std::string content = t["content"].get<std::string>();
+    impl->add_token(t["id"].get<int64_t>(), content, content, true, t.value("special", false));
+  }
+  return impl;
+}
+
+std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_vocab_merges(const fs::path& dir) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = dir.string();
+  impl->add_vocab(read_json(dir / "vocab.json"));
+  std::ifstream merges(dir / "merges.txt");
+  ALTO_CHECK_AS(IoError, merges.good(), "cannot open ", (dir / "merges.txt").string());
+  std::string line;
+  int64_t rank = 0;
+  bool first = true;
+  while (std::getline(merges, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // transformers skips the first line; only a "#version" header deserves it.
+    if (first && line.rfind("#version", 0) == 0) {
+      first = false;
+      continue;
+    }
+    first = false;
+    if (line.empty()) continue;
+    const size_t space = line.find(' ');
+    ALTO_CHECK_AS(IoError, space != std::string::npos, (dir / "merges.txt").string(),
+                  ": bad merge line '", line, "'");
+    impl->add_merge(line.substr(0, space), line.substr(space + 1), rank++);
+  }
+  std::set<std::string> specials;
+  if (fs::exists(dir / "special_tokens_map.json")) {
+    const json map = read_json(dir / "special_tokens_map.json");
+    for (const auto& [key, value] : map.items()) {
+      if (value.is_array())
+        for (const auto& t : value) specials.insert(token_content(t));
+      else
+        specials.insert(token_content(value));
+    }
+  }
+  if (fs::exists(dir / "added_tokens.json")) {
+    const json added = read_json(dir / "added_tokens.json");
+    for (const auto& [content, id] : added.items())
+      impl->add_token(id.get<int64_t>(), content, content, true, specials.count(content) > 0);
+  } else if (fs::exists(dir / "tokenizer_config.json")) {
+    const json config = read_json(dir / "tokenizer_config.json");
+    const json decoder = config.value("added_tokens_decoder", json::object());
+    for (const auto& [id, t] : decoder.items())
+      impl->add_token(std::stoll(id), token_content(t), token_content(t), true,
+                      t.value("special", false) || specials.count(token_content(t)) > 0);
+  }
+  return impl;
+}
+
+std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tiktoken(const fs::path& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = path.string();
+  impl->rank_by_concatenation = true;
+  std::ifstream in(path);
+  ALTO_CHECK_AS(IoError, in.good(), "cannot open ", path.string());
+  std::string line;
+  int64_t count = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const size_t space = line.find(' ');
+    ALTO_CHECK_AS(IoError, space != std::string::npos, impl->source, ": line ", count + 1,
+                  " is not 'base64 rank'");
+    const std::string bytes = base64_decode(line.substr(0, space), impl->source);
+    int64_t rank;
+    try {
+      rank = std::stoll(line.substr(space + 1));
+    } catch (const std::exception&) {
+      throw IoError(impl->source + ": line " + std::to_string(count + 1) + " has no rank");
+    }
+    impl->add_token(rank, alphabet().to_token(bytes), bytes, false, false);
+    impl->merge_rank.emplace(bytes, rank);
+    ++count;
+  }
+  ALTO_CHECK_AS(IoError, count > 256, impl->source, ": expected a .tiktoken rank file");
+  // openai-whisper's special tokens follow the ranks (tokenizer.py); timestamps are added,
+  // not special, as transformers' conversion makes them.
+  int64_t id = static_cast<int64_t>(impl->token_of.size());
+  auto special = [&](const std::string& t) { impl->add_token(id++, t, t, true, true); };
+  special("<|endoftext|>");
+  special("<|startoftranscript|>");
+  const auto& codes = whisper_language_codes();
+  for (size_t i = 0; i + 1 < codes.size(); ++i) special("<|" + codes[i] + "|>");  // 99
+  for (const char* t : {"<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>",
+                        "<|nospeech|>", "<|notimestamps|>"})
+    special(t);
+  for (int i = 0; i <= 1500; ++i) {
+    char text[16];
+    std::snprintf(text, sizeof text, "<|%.2f|>", i * 0.02);
+    impl->add_token(id++, text, text, true, false);
+  }
+  return impl;
+}
+
+BpeTokenizer BpeTokenizer::from_pretrained(const std::string& path) {
+  const fs::path p(path);
+  std::shared_ptr<Impl> impl;
+  if (fs::is_directory(p)) {
+    if (fs::exists(p / "tokenizer.json"))
+      impl = Impl::load_tokenizer_json(p / "tokenizer.json");
+    else if (fs::exists(p / "vocab.json"))
+      impl = Impl::load_vocab_merges(p);
+    else
+      throw IoError(path + ": no tokenizer here (expected tokenizer.json, or vocab.json and "
+                           "merges.txt, or a .tiktoken file)");
+  } else {
+    ALTO_CHECK_AS(IoError, fs::exists(p), "cannot open ", path);
+    if (p.extension() == ".json")
+      impl = Impl::load_tokenizer_json(p);
+    else
+      impl = Impl::load_tiktoken(p);
+  }
+  impl->finish();
+  BpeTokenizer tokenizer;
+  tokenizer.impl_ = std::move(impl);
+  return tokenizer;
+}
+
+std::vector<int64_t> BpeTokenizer::encode(const std::string& text,
+                                          bool split_special_tokens) const {
+  const Impl& m = *impl_;
+  std::vector<int64_t> ids;
+  size_t start = 0;  // of the text not yet encoded
+  for (size_t i = 0; i < text.size() && !split_special_tokens; ++i) {
+    auto candidates = m.added_by_first_byte.find(text[i]);
+    if (candidates == m.added_by_first_byte.end()) continue;
+    for (const auto& [content, id] : candidates->second) {
+      if (text.compare(i, content.size(), content) != 0) continue;
+      m.encode_text(text.substr(start, i - start), ids);
+      ids.push_back(id);
+      start = i + content.size();
+      i = start - 1;
+      break;
+    }
+  }
+  m.encode_text(text.substr(start), ids);
+  return ids;
+}
+
+std::string BpeTokenizer::decode(const std::vector<int64_t>& ids,
+                                 const BpeDecodeOptions& options) const {
+  return impl_->decode(ids, options);
+}
+
+std::string BpeTokenizer::decode_openai(const std::vector<int64_t>& ids,
+                                        bool with_timestamps) const {
+  std::string bytes;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size()) continue;
+    if (!with_timestamps && id >= impl_->timestamp_begin) continue;
+    bytes += impl_->bytes_of[id];
+  }
+  return replace_invalid_utf8(bytes);
+}
+
+std::vector<BpeOffset> BpeTokenizer::offsets(const std::vector<int64_t>& ids) const {
+  // WhisperTokenizer._compute_offsets: segments end after each pair of timestamps and at the
+  // last timestamp; a start earlier than the last end means the next 30 s window.
+  const Impl& m = *impl_;
+  const int64_t begin = m.timestamp_begin;
+  auto is_ts = [&](size_t i) { return ids[i] >= begin; };
+  std::vector<size_t> cuts, timestamps;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (is_ts(i)) timestamps.push_back(i);
+    if (i > 0 && is_ts(i - 1) && is_ts(i)) cuts.push_back(i);
+  }
+  if (cuts.empty() && timestamps.size() <= 1) return {};
+  if (std::find(cuts.begin(), cuts.end(), timestamps.back() + 1) == cuts.end())
+    cuts.push_back(timestamps.back() + 1);
+  std::vector<BpeOffset> result;
+  size_t last = timestamps.front();
+  int64_t cur_max = 0, prev_len = 0;
+  for (size_t cut : cuts) {
+    if (cut - last > 1) {
+      const int64_t start = ids[last] - begin, end = ids[cut - 1] - begin;
+      if (start < cur_max) {
+        const bool single_ending = last >= 2 && !(is_ts(last - 2) && is_ts(last - 1));
+        prev_len += single_ending ? 1500 : cur_max;
+      }
+      cur_max = end;
+      const std::vector<int64_t> slice(ids.begin() + last, ids.begin() + cut);
+      result.push_back({remove_timestamp_text(m.decode_raw(slice, false)),
+                        start * 0.02 + prev_len * 0.02, end * 0.02 + prev_len * 0.02});
+    }
+    last = cut;
+  }
+  return result;
+}
+
+int64_t BpeTokenizer::vocab_size() const { return static_cast<int64_t>(impl_->token_of.size()); }
+
+int64_t BpeTokenizer::token_to_id(const std::string& token) const {
+  auto it = impl_->id_of_token.find(token);
+  return it == impl_->id_of_token.end() ? -1 : it->second;
+}
+
+std::string BpeTokenizer::id_to_token(int64_t id) const {
+  ALTO_CHECK(id >= 0 && id < vocab_size(), "token id ", id, " is outside the vocabulary [0, ",
+             vocab_size(), ")");
+  return impl_->token_of[id];
+}
+
+bool BpeTokenizer::is_special(int64_t id) const {
+  return id >= 0 && id < vocab_size() && impl_->special[id];
+}
+
+namespace {
+int64_t required(const BpeTokenizer& t, std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (int64_t id = t.token_to_id(name); id >= 0) return id;
+  throw InvalidArgument(std::string("this tokenizer has no ") + *names.begin() +
+                        " token: it is not a Whisper tokenizer");
+}
+}  // namespace
+
+int64_t BpeTokenizer::eot() const { return required(*this, {"<|endoftext|>"}); }
+int64_t BpeTokenizer::sot() const { return required(*this, {"<|startoftranscript|>"}); }
+int64_t BpeTokenizer::transcribe() const { return required(*this, {"<|transcribe|>"}); }
+int64_t BpeTokenizer::translate() const { return required(*this, {"<|translate|>"}); }
+int64_t BpeTokenizer::start_of_lm() const { return required(*this, {"<|startoflm|>"}); }
+int64_t BpeTokenizer::start_of_prev() const { return required(*this, {"<|startofprev|>"}); }
+int64_t BpeTokenizer::no_speech() const {
+  return required(*this, {"<|nospeech|>", "<|nocaptions|>"});
+}
+int64_t BpeTokenizer::no_timestamps() const { return required(*this, {"<|notimestamps|>"}); }
+int64_t BpeTokenizer::timestamp_begin() const { return required(*this, {"<|0.00|>"}); }
+
+int64_t BpeTokenizer::language_token(const std::string& code) const {
+  const int64_t id = token_to_id("<|" + code + "|>");
+  const auto codes = languages();
+  if (id < 0 || std::find(codes.begin(), codes.end(), code) == codes.end()) {
+    std::string known;
+    for (const auto& c : codes) known += (known.empty() ? "" : " ") + c;
+    throw InvalidArgument("unknown language '" + code + "' (this tokenizer knows: " + known + ")");
+  }
+  return id;
+}
+
+std::vector<std::string> BpeTokenizer::languages() const {
+  std::vector<std::pair<int64_t, std::string>> found;
+  for (const auto& code : whisper_language_codes())
+    if (int64_t id = token_to_id("<|" + code + "|>"); id >= 0) found.emplace_back(id, code);
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> codes;
+  for (auto& [id, code] : found) codes.push_back(code);
+  return codes;
+}
+
+}  // namespace alto
