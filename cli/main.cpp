@@ -18,6 +18,9 @@ int main(int argc, char** argv) {
   alto::cli::add_info_command(app);
   alto::cli::add_convert_command(app);
   alto::cli::add_features_command(app);
+  alto::cli::add_tokenize_command(app);
+  alto::cli::add_embed_command(app);
+  alto::cli::add_transcribe_command(app);
 
   try {
     app.parse(argc, argv);
