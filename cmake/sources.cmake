@@ -11,6 +11,10 @@ set(ALTO_AUDIO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/ffmpeg_util.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/sndfile_decoder.cpp)
 
+# Plain C++ outside audio/ that needs no libtorch either (core/blas.cpp only dlsym's the BLAS).
+set(ALTO_PLAIN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/../core/blas.cpp)
+
 set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../core/audio_tensor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/safetensors.cpp
