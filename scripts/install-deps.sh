@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git
   libtorch-dev libopenblas0-pthread
   libavformat-dev libavcodec-dev libswresample-dev libavutil-dev
-  libsndfile1-dev libfftw3-dev libeigen3-dev libsentencepiece-dev
+  libsndfile1-dev libfftw3-dev libeigen3-dev libsentencepiece-dev zlib1g-dev
   catch2 pybind11-dev python3-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3-torch python3-torchaudio python3-numpy python3-scipy

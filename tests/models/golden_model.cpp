@@ -1,0 +1,46 @@
+#include "models/golden_model.h"
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "features/golden.h"
+#include "test_util.h"
+
+namespace alto::test {
+
+GoldenModel::GoldenModel(const std::string& name)
+    : dir_(data_path("models/" + name)),
+      io_(dir_ + "/io.safetensors"),
+      checkpoint_(dir_ + "/model.safetensors") {}
+
+torch::Tensor GoldenModel::tensor(const std::string& name) const { return io_.tensor(name); }
+
+torch::Tensor GoldenModel::checkpoint_tensor(const std::string& name) const {
+  return checkpoint_.tensor(name);
+}
+
+double GoldenModel::tolerance(const std::string& name) const {
+  const auto& metadata = io_.metadata();
+  auto it = metadata.find("tolerances");
+  INFO(io_.path() << " has no tolerances metadata");
+  REQUIRE(it != metadata.end());
+  const auto tolerances = nlohmann::json::parse(it->second);
+  INFO(io_.path() << " states no tolerance for " << name);
+  REQUIRE(tolerances.contains(name));
+  return tolerances[name]["recommended_atol"].get<double>();
+}
+
+void GoldenModel::require_matches(const torch::Tensor& actual, const std::string& name) const {
+  const torch::Tensor expected = tensor(name);
+  if (!expected.is_floating_point()) {
+    INFO(name << ": " << actual << " vs " << expected);
+    CHECK(torch::equal(actual.to(torch::kCPU), expected));
+    return;
+  }
+  require_close(actual.to(torch::kCPU), expected, tolerance(name), 0.0, std::nullopt,
+                dir_ + ": " + name);
+}
+
+}  // namespace alto::test

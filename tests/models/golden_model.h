@@ -1,0 +1,34 @@
+#pragma once
+// A golden model folder (tests/data/models/<name>, copied from ../shared/golden/models): the
+// checkpoint as the Hub ships it, and io.safetensors with the reference's inputs, outputs and,
+// in its metadata, the tolerance of every tensor.
+
+#include <torch/types.h>
+
+#include <string>
+
+#include "alto/core/safetensors.h"
+
+namespace alto::test {
+
+class GoldenModel {
+ public:
+  explicit GoldenModel(const std::string& name);
+
+  const std::string& dir() const { return dir_; }
+  /// A tensor of io.safetensors.
+  torch::Tensor tensor(const std::string& name) const;
+  /// A tensor of the checkpoint (model.safetensors).
+  torch::Tensor checkpoint_tensor(const std::string& name) const;
+  /// The recommended absolute tolerance io.safetensors' metadata states for `name`.
+  double tolerance(const std::string& name) const;
+  /// REQUIREs `actual` within tolerance(name) of tensor(name) (exact for integer tensors).
+  void require_matches(const torch::Tensor& actual, const std::string& name) const;
+
+ private:
+  std::string dir_;
+  SafetensorsFile io_;
+  SafetensorsFile checkpoint_;
+};
+
+}  // namespace alto::test
