@@ -1,4 +1,4 @@
-// alto info FILE... [--json]
+// alto info [FILE...] [--json]: the files' streams, or with no file what alto computes on.
 
 #include <iomanip>
 #include <iostream>
@@ -7,17 +7,70 @@
 #include <vector>
 
 #include "alto/audio/load.h"
+#include "alto/core/blas.h"
+#include "alto/core/threading.h"
 #include "commands.h"
 
 namespace alto::cli {
+namespace {
+
+void print_runtime(bool json) {
+  const BlasInfo b = blas_info();
+  const CpuInfo& c = b.cpu;
+  if (json) {
+    const nlohmann::json cpu = {{"vendor", c.vendor},
+                                {"level", c.level()},
+                                {"best_openblas_core", c.best_openblas_core()},
+                                {"avx512f", c.avx512f},
+                                {"avx512dq", c.avx512dq},
+                                {"avx512cd", c.avx512cd},
+                                {"avx512bw", c.avx512bw},
+                                {"avx512vl", c.avx512vl},
+                                {"avx512_bf16", c.avx512_bf16},
+                                {"avx2", c.avx2},
+                                {"fma", c.fma},
+                                {"avx", c.avx},
+                                {"os_avx", c.os_avx},
+                                {"os_avx512", c.os_avx512}};
+    const nlohmann::json out = {{"threads", num_threads()},
+                                {"blas",
+                                 {{"library", b.library},
+                                  {"config", b.config},
+                                  {"loaded_core", b.loaded_core},
+                                  {"core", b.core},
+                                  {"threads", b.threads},
+                                  {"dynamic", b.dynamic},
+                                  {"action", b.action},
+                                  {"reason", b.reason}}},
+                                {"cpu", cpu}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << "threads: " << num_threads() << "\n"
+            << "cpu: " << (c.vendor.empty() ? "unknown" : c.vendor) << ", " << c.level() << "\n"
+            << "blas: " << b.library;
+  if (!b.config.empty()) std::cout << " (" << b.config << ")";
+  std::cout << "\n";
+  if (!b.core.empty())
+    std::cout << "blas core: " << b.core << " (OpenBLAS loaded " << b.loaded_core << "), "
+              << b.threads << " thread" << (b.threads == 1 ? "" : "s") << "\n";
+  std::cout << "blas choice: " << b.action << ": " << b.reason << "\n";
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Print container, codec, rate, channels and duration");
+  auto* cmd = app.add_subcommand(
+      "info", "Print container, codec, rate, channels and duration; with no file, the CPU and BLAS");
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("files", *files, "Audio or video files ('-' is standard input)")->required();
-  cmd->add_flag("--json", *json, "One JSON array with an object per file");
+  cmd->add_option("files", *files, "Audio or video files ('-' is standard input)");
+  cmd->add_flag("--json", *json, "One JSON array with an object per file (one object with no file)");
   cmd->callback([files, json] {
+    if (files->empty()) {
+      print_runtime(*json);
+      return;
+    }
     std::vector<AudioInfo> infos;
     for (const auto& path : *files) infos.push_back(probe_audio(path));
     if (*json) {

@@ -11,8 +11,10 @@ set(ALTO_AUDIO_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/ffmpeg_util.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/sndfile_decoder.cpp)
 
-# Text tokenizers need no libtorch either.
-set(ALTO_TOKENIZER_SOURCES
+# Plain C++ that needs no libtorch either: the text tokenizers, and core/blas.cpp, which only
+# dlsym's the BLAS.
+set(ALTO_PLAIN_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/../core/blas.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/bpe_tokenizer.cpp)
 
 set(ALTO_TORCH_SOURCES

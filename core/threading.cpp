@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "alto/core/blas.h"
 #include "alto/core/error.h"
 
 namespace alto {
@@ -21,6 +22,7 @@ void set_num_threads(int threads) {
   ALTO_CHECK(threads >= 1, "threads must be >= 1, got ", threads);
   g_threads = threads;
   at::set_num_threads(threads);
+  set_blas_num_threads(threads);
 }
 
 int num_threads() {

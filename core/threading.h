@@ -1,5 +1,5 @@
 #pragma once
-// One thread count for alto's own parallel work and for libtorch's intra-op pool.
+// One thread count for alto's own parallel work, libtorch's intra-op pool and the BLAS's pool.
 
 #include <cstdint>
 #include <functional>
