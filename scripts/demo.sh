@@ -12,3 +12,11 @@ out=$(mktemp -d)
 ./build/cli/alto features samples/speech_16k.flac -o "$out/speech_fbank.safetensors" --extractor kaldi-fbank \
   --num-mel-bins 80 --waveform-scale 32768
 ls -l "$out"
+# Whisper end to end on the tiny random-weight test checkpoint (its transcript is gibberish: the
+# weights are random; a Hub checkpoint folder works the same way).
+model=tests/data/models/whisper-tiny-random
+tokenizer=tests/data/tokenizers/whisper-multilingual
+./build/cli/alto tokenize --tokenizer "$tokenizer" "Hello world"
+./build/cli/alto embed --model "$model" samples/speech_16k.flac -o "$out/speech_embedding.safetensors"
+./build/cli/alto transcribe --model "$model" --tokenizer "$tokenizer" samples/speech_16k.flac \
+  --language en --beam 0 --temperature 0 --json
