@@ -117,12 +117,8 @@ void run_raw(const TranscribeArgs& a) {
   std::vector<int64_t> sequence = {special.sot};
   if (special.multilingual()) {
     std::string language = a.language;
-    if (language == "auto") {
-      const auto probs = models::WhisperDecoder(whisper, special).detect_language(hidden);
-      language = std::max_element(probs.begin(), probs.end(), [](auto& x, auto& y) {
-                   return x.second < y.second;
-                 })->first;
-    }
+    if (language == "auto")
+      language = models::WhisperDecoder(whisper, special).most_likely_language(hidden);
     sequence.push_back(special.language_token(language));
     sequence.push_back(a.task == "translate" ? special.translate : special.transcribe);
   }

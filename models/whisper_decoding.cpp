@@ -233,6 +233,13 @@ std::map<std::string, double> WhisperDecoder::detect_language(
   return result;
 }
 
+std::string WhisperDecoder::most_likely_language(const torch::Tensor& encoder_output) const {
+  const auto probs = detect_language(encoder_output);
+  return std::max_element(probs.begin(), probs.end(),
+                          [](auto& a, auto& b) { return a.second < b.second; })
+      ->first;
+}
+
 WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output,
                                              const WhisperDecodingOptions& options) const {
   options.validate();
@@ -254,12 +261,7 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
   initial.push_back(special_.sot);
   if (special_.multilingual()) {
     result.language = options.language;
-    if (result.language.empty()) {
-      const auto probs = detect_language(encoder_output);
-      result.language = std::max_element(probs.begin(), probs.end(), [](auto& a, auto& b) {
-                          return a.second < b.second;
-                        })->first;
-    }
+    if (result.language.empty()) result.language = most_likely_language(encoder_output);
     initial.push_back(special_.language_token(result.language));
     initial.push_back(options.task == "translate" ? special_.translate : special_.transcribe);
   } else {

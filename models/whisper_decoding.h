@@ -84,6 +84,9 @@ struct WhisperDecodingResult {
   double sum_logprob = 0, avg_logprob = 0;
   double no_speech_prob = 0;
   double temperature = 0;
+  /// gzip ratio of the decoded text, as openai-whisper's DecodingResult; set by
+  /// WhisperTranscriber, which holds the text tokenizer (0 from WhisperDecoder::decode).
+  double compression_ratio = 0;
 };
 
 class WhisperDecoder {
@@ -93,6 +96,8 @@ class WhisperDecoder {
 
   /// Language probabilities (by code, summing to 1) for one window's encoder output [1, S, d].
   std::map<std::string, double> detect_language(const torch::Tensor& encoder_output) const;
+  /// The language code detect_language rates highest.
+  std::string most_likely_language(const torch::Tensor& encoder_output) const;
   /// Decodes one window's encoder output [1, S, d].
   WhisperDecodingResult decode(const torch::Tensor& encoder_output,
                                const WhisperDecodingOptions& options) const;

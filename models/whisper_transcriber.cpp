@@ -82,8 +82,9 @@ WhisperDecodingResult WhisperTranscriber::decode_with_fallback(
     WhisperDecodingOptions attempt = decoding;
     if (temperature > 0) attempt.beam_size = 0;
     result = decoder_.decode(encoder_output, attempt);
-    const double ratio = compression_ratio(strip(text_of(result.tokens)));
-    bool fallback = options.compression_ratio_threshold && ratio > *options.compression_ratio_threshold;
+    result.compression_ratio = compression_ratio(strip(text_of(result.tokens)));
+    bool fallback = options.compression_ratio_threshold &&
+                    result.compression_ratio > *options.compression_ratio_threshold;
     if (options.logprob_threshold && result.avg_logprob < *options.logprob_threshold)
       fallback = true;
     // Silence: a low logprob is expected there, and retrying cannot help.
@@ -141,12 +142,8 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
     const double time_offset = seek * frame_seconds;
     const int64_t segment_size = std::min(window, content_frames - seek);
     const torch::Tensor encoder_output = encode(seek);
-    if (decoding.language.empty() && special.multilingual()) {
-      const auto probs = decoder_.detect_language(encoder_output);
-      decoding.language = std::max_element(probs.begin(), probs.end(), [](auto& a, auto& b) {
-                            return a.second < b.second;
-                          })->first;
-    }
+    if (decoding.language.empty() && special.multilingual())
+      decoding.language = decoder_.most_likely_language(encoder_output);
     decoding.prompt.assign(all_tokens.begin() + prompt_reset_since, all_tokens.end());
     const WhisperDecodingResult result = decode_with_fallback(encoder_output, decoding, options);
     transcript.language = result.language;
@@ -168,7 +165,7 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
       s.tokens = std::move(segment_tokens);
       s.temperature = result.temperature;
       s.avg_logprob = result.avg_logprob;
-      s.compression_ratio = compression_ratio(strip(text_of(tokens)));
+      s.compression_ratio = result.compression_ratio;
       s.no_speech_prob = result.no_speech_prob;
       current.push_back(std::move(s));
     };
