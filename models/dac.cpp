@@ -8,6 +8,7 @@
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/models/layers/basic.h"
+#include "alto/tokenizers/rvq.h"
 
 namespace alto::models {
 
@@ -15,7 +16,6 @@ namespace {
 
 using layers::Conv1d;
 using layers::Conv1dOptions;
-using layers::Embedding;
 
 std::string join(const std::vector<int64_t>& values) {
   std::ostringstream s;
@@ -217,45 +217,29 @@ class DecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Decoder);
 
-// DacVectorQuantize's parameters: the factorised codebook lives in codebook_dim, reached from
-// hidden_size by 1x1 convolutions.
-class VectorQuantizeImpl : public torch::nn::Module {
- public:
-  VectorQuantizeImpl(const DacConfig& c, const torch::TensorOptions& o)
-      : in_proj(register_module("in_proj", conv(c.hidden_size, c.codebook_dim, 1, 1, 0, 1, o))),
-        out_proj(
-            register_module("out_proj", conv(c.codebook_dim, c.hidden_size, 1, 1, 0, 1, o))),
-        codebook(register_module("codebook", Embedding(c.codebook_size, c.codebook_dim, o))) {}
-
-  Conv1d in_proj, out_proj;
-  Embedding codebook;
-};
-TORCH_MODULE(VectorQuantize);
-
-class ResidualVectorQuantizerImpl : public torch::nn::Module {
- public:
-  ResidualVectorQuantizerImpl(const DacConfig& c, const torch::TensorOptions& o)
-      : quantizers(register_module("quantizers", torch::nn::ModuleList())) {
-    for (int64_t i = 0; i < c.n_codebooks; ++i) quantizers->push_back(VectorQuantize(c, o));
-  }
-  const VectorQuantizeImpl& at(int64_t i) const {
-    return quantizers->at<VectorQuantizeImpl>(static_cast<size_t>(i));
-  }
-
-  torch::nn::ModuleList quantizers;
-};
-TORCH_MODULE(ResidualVectorQuantizer);
+// DacResidualVectorQuantizer: per stage a 1x1 in_proj to codebook_dim, the cosine lookup, a
+// 1x1 out_proj back to hidden_size.
+tokenizers::ResidualVectorQuantizerOptions quantizer_options(const DacConfig& c) {
+  tokenizers::ResidualVectorQuantizerOptions q;
+  q.kind = tokenizers::CodebookKind::kDac;
+  q.num_quantizers = c.n_codebooks;
+  q.codebook_size = c.codebook_size;
+  q.codebook_dim = c.codebook_dim;
+  q.input_dim = c.hidden_size;
+  return q;
+}
 
 class DacModelImpl : public torch::nn::Module {
  public:
   DacModelImpl(const DacConfig& c, const torch::TensorOptions& o)
       : encoder(register_module("encoder", Encoder(c, o))),
         decoder(register_module("decoder", Decoder(c, o))),
-        quantizer(register_module("quantizer", ResidualVectorQuantizer(c, o))) {}
+        quantizer(register_module("quantizer", tokenizers::ResidualVectorQuantizer(
+                                                   quantizer_options(c), o))) {}
 
   Encoder encoder;
   Decoder decoder;
-  ResidualVectorQuantizer quantizer;
+  tokenizers::ResidualVectorQuantizer quantizer;
 };
 TORCH_MODULE(DacModel);
 
@@ -387,6 +371,7 @@ struct Dac::Impl {
   void prepare() {
     for (auto& module : model->modules(/*include_self=*/false))
       if (auto* snake = module->as<Snake1dImpl>()) snake->prepare();
+    model->quantizer->prepare();
   }
 
   DacConfig config;
@@ -486,59 +471,20 @@ DacQuantizerOutput Dac::quantize(const torch::Tensor& latents, int64_t num_quant
   choice.num_quantizers = num_quantizers;
   const int64_t k = num_codebooks(choice);
   torch::NoGradGuard no_grad;
-  torch::Tensor residual = latents.to(impl_->options.device, impl_->options.dtype);
-  const auto& rvq = *impl_->model->quantizer;
   DacQuantizerOutput out;
-  std::vector<torch::Tensor> codes, projected;
-  for (int64_t i = 0; i < k; ++i) {
-    const VectorQuantizeImpl& q = rvq.at(i);
-    // TODO(rvq): replaced by tokenizers/rvq's factorised cosine lookup after the merge.
-    torch::Tensor p = q.in_proj->forward(residual);
-    const int64_t batch = p.size(0), frames = p.size(2);
-    torch::Tensor e = torch::nn::functional::normalize(
-        p.permute({0, 2, 1}).reshape({batch * frames, c.codebook_dim}),
-        torch::nn::functional::NormalizeFuncOptions().dim(1));
-    torch::Tensor cb = torch::nn::functional::normalize(
-        q.codebook->weight, torch::nn::functional::NormalizeFuncOptions().dim(1));
-    torch::Tensor dist = -(e.pow(2).sum(1, true) - 2 * torch::matmul(e, cb.t())) +
-                         cb.pow(2).sum(1, true).t();
-    torch::Tensor idx = std::get<1>(dist.max(1)).reshape({batch, frames});
-    torch::Tensor qv = q.codebook->forward(idx).transpose(1, 2);
-    torch::Tensor st = p + (qv - p);
-    torch::Tensor qr = q.out_proj->forward(st);
-    out.quantized_representation =
-        i == 0 ? qr : out.quantized_representation + qr;
-    residual = residual - qr;
-    codes.push_back(idx);
-    projected.push_back(p);
-  }
-  out.audio_codes = torch::stack(codes, 1);
-  out.projected_latents = torch::cat(projected, 1);
+  out.audio_codes = impl_->model->quantizer->encode(
+      latents.to(impl_->options.device, impl_->options.dtype), k,
+      &out.quantized_representation, &out.projected_latents);
   return out;
 }
 
 torch::Tensor Dac::dequantize(const torch::Tensor& codes) const {
   const DacConfig& c = impl_->config;
-  ALTO_CHECK(codes.dim() == 3 && codes.size(1) >= 1 && codes.size(1) <= c.n_codebooks &&
-                 codes.size(2) > 0,
-             "Dac: codes must be [batch, K, frames] with 1 <= K <= ", c.n_codebooks,
-             " and frames > 0, got ", shape_of(codes));
-  ALTO_CHECK(codes.scalar_type() == torch::kInt64, "Dac: codes must be int64, got ",
-             codes.scalar_type());
-  const auto [lowest, highest] = torch::aminmax(codes);
-  ALTO_CHECK(lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < c.codebook_size,
-             "Dac: code ids must be in [0, ", c.codebook_size, "), got ", lowest.item<int64_t>(),
-             " .. ", highest.item<int64_t>());
+  tokenizers::check_codes(codes, c.n_codebooks, c.codebook_size, "Dac: codes");
+  ALTO_CHECK(codes.size(2) > 0, "Dac: codes must hold at least one frame, got ",
+             shape_of(codes));
   torch::NoGradGuard no_grad;
-  const torch::Tensor ids = codes.to(impl_->options.device);
-  const auto& rvq = *impl_->model->quantizer;
-  torch::Tensor sum;
-  for (int64_t i = 0; i < codes.size(1); ++i) {
-    const VectorQuantizeImpl& q = rvq.at(i);
-    torch::Tensor qr = q.out_proj->forward(q.codebook->forward(ids.select(1, i)).transpose(1, 2));
-    sum = i == 0 ? qr : sum.add_(qr);
-  }
-  return sum;
+  return impl_->model->quantizer->decode(codes.to(impl_->options.device));
 }
 
 torch::Tensor Dac::decode_latents(const torch::Tensor& quantized_representation) const {
