@@ -53,12 +53,24 @@ class ConvTranspose1dImpl : public torch::nn::Module {
     weight = register_parameter("weight", torch::empty({in, out, kernel}, o), false);
     bias = register_parameter("bias", torch::empty({out}, o), false);
   }
+  // libtorch 1.13 has no bfloat16 CPU kernel for transposed convolution
+  // (slow_conv_transpose2d): there this layer alone computes in float32.
+  void prepare() {
+    if (weight.device().is_cpu() && weight.scalar_type() == torch::kBFloat16) {
+      float_weight = weight.to(torch::kFloat32);
+      float_bias = bias.to(torch::kFloat32);
+    }
+  }
   torch::Tensor forward(const torch::Tensor& x) const {
-    return torch::conv_transpose1d(x, weight, bias, stride, padding);
+    if (!float_weight.defined()) return torch::conv_transpose1d(x, weight, bias, stride, padding);
+    return torch::conv_transpose1d(x.to(torch::kFloat32), float_weight, float_bias, stride,
+                                   padding)
+        .to(x.scalar_type());
   }
 
   int64_t stride, padding;
   torch::Tensor weight, bias;
+  torch::Tensor float_weight, float_bias;  // see prepare()
 };
 TORCH_MODULE(ConvTranspose1d);
 
@@ -395,7 +407,10 @@ struct Dac::Impl {
   // Constants derived from the loaded weights.
   void prepare() {
     for (auto& module : model->modules(/*include_self=*/false))
-      if (auto* snake = module->as<Snake1dImpl>()) snake->prepare();
+      if (auto* snake = module->as<Snake1dImpl>())
+        snake->prepare();
+      else if (auto* transposed = module->as<ConvTranspose1dImpl>())
+        transposed->prepare();
     model->quantizer->prepare();
   }
 

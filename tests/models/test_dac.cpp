@@ -206,6 +206,26 @@ TEST_CASE("DAC describes itself as an AudioTokenizer", "[codec][dac]") {
   CHECK(m16->decode(codes).sizes() == torch::IntArrayRef({2, 1, 2 * 320 - 8}));
 }
 
+TEST_CASE("DAC load options: bfloat16", "[codec][dac]") {
+  const GoldenModel golden("dac-16khz-tiny-random");
+  alto::models::LoadOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  const auto model = Dac::from_pretrained(golden.dir(), bf16);
+  const torch::Tensor latents = model->encode_latents(golden.tensor("input_values"));
+  CHECK(latents.scalar_type() == torch::kBFloat16);
+  auto relative = [](const torch::Tensor& actual, const torch::Tensor& expected) {
+    return ((actual.to(torch::kFloat32) - expected).norm() / expected.norm()).item<double>();
+  };
+  // bfloat16 keeps 8 mantissa bits; over the tiny random model's 40-odd layers (measured:
+  // 10% on the latents, 14% on the audio) that is a sanity bound, not a parity check.
+  CHECK(relative(latents, golden.tensor("encoder_output")) < 0.3);
+  const AudioCodes codes = model->encode(golden.tensor("input_values"));
+  CHECK(codes.codes.sizes() == golden.tensor("audio_codes").sizes());
+  const torch::Tensor audio = model->decode(AudioCodes{golden.tensor("audio_codes"), {}});
+  CHECK(audio.scalar_type() == torch::kFloat32);
+  CHECK(relative(audio.squeeze(1), golden.tensor("audio_values_from_codes")) < 0.3);
+}
+
 TEST_CASE("DAC batches independent clips", "[codec][dac]") {
   const GoldenModel golden("dac-44khz-tiny-random");
   const auto model = Dac::from_pretrained(golden.dir());
@@ -251,8 +271,7 @@ TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec
                     Catch::Contains("1 <= K <= 4") && Catch::Contains("[1, 5, 3]"));
   CHECK_THROWS_WITH(model->decode(codes({1, 0, 3}, 0)), Catch::Contains("1 <= K <= 4"));
   CHECK_THROWS_WITH(model->decode(codes({4, 3}, 0)), Catch::Contains("[batch, K, frames]"));
-  CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, 64)),
-                    Catch::Contains("[0, 64)") && Catch::Contains("64"));
+  CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, 64)), Catch::Contains("[0, 64)"));
   CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, -1)), Catch::Contains("[0, 64)"));
   CHECK_THROWS_WITH(model->decode(AudioCodes{torch::zeros({1, 4, 3}, torch::kInt32), {}}),
                     Catch::Contains("int64"));
