@@ -129,6 +129,11 @@ void bind_core(py::module_& m) {
   m.def("default_num_threads", &default_num_threads, "All cores of this machine.");
 
   m.def(
+      "as_tensor", [](const TensorArg& x) { return x.tensor; }, py::arg("x"),
+      "The tensor alto's functions see for ``x``: a torch.Tensor as it is, a numpy.ndarray as a "
+      "zero-copy view (torch.from_numpy's conversion; same memory, same strides).");
+
+  m.def(
       "load_safetensors",
       [](const std::string& path, bool return_metadata) -> py::object {
         std::vector<std::pair<std::string, torch::Tensor>> tensors;

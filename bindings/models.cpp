@@ -231,7 +231,8 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
 -> last_hidden_state [batch, 1500, d_model] in the model's dtype.
 
 With return_intermediates=True, a dict {name: tensor} of every module's output in the order the
-forward pass made them: "model.encoder.conv1" (after its GELU), "model.encoder.conv2",
+forward pass made them: "model.encoder.conv1", "model.encoder.conv2" (each module's output as a
+register_forward_hook sees it, so before the GELU),
 "model.encoder.layers.N.self_attn", "model.encoder.layers.N", "model.encoder.layer_norm" and
 "last_hidden_state"; attention_weights=True adds "...self_attn.attn_weights" [B, H, T, S].
 Raises alto.InvalidArgument for a wrong dtype, shape or NaN input.)doc")

@@ -90,20 +90,20 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           "[{\"text\", \"timestamp\": (start, end)}].")
       .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size, "Every id, added tokens included.")
       .def("token_to_id", &BpeTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
-      .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"))
-      .def("is_special", &BpeTokenizer::is_special, py::arg("id"))
+      .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"), "The token string of an id.")
+      .def("is_special", &BpeTokenizer::is_special, py::arg("id"), "Whether an id is an added (special) token.")
       .def("language_token", &BpeTokenizer::language_token, py::arg("code"),
            "The id of <|code|>; alto.InvalidArgument for an unknown code.")
       .def_property_readonly("languages", &BpeTokenizer::languages, "Language codes in token order.")
-      .def_property_readonly("eot", &BpeTokenizer::eot)
-      .def_property_readonly("sot", &BpeTokenizer::sot)
-      .def_property_readonly("transcribe", &BpeTokenizer::transcribe)
-      .def_property_readonly("translate", &BpeTokenizer::translate)
-      .def_property_readonly("start_of_lm", &BpeTokenizer::start_of_lm)
-      .def_property_readonly("start_of_prev", &BpeTokenizer::start_of_prev)
-      .def_property_readonly("no_speech", &BpeTokenizer::no_speech)
-      .def_property_readonly("no_timestamps", &BpeTokenizer::no_timestamps)
-      .def_property_readonly("timestamp_begin", &BpeTokenizer::timestamp_begin);
+      .def_property_readonly("eot", &BpeTokenizer::eot, "The id of <|endoftext|>.")
+      .def_property_readonly("sot", &BpeTokenizer::sot, "The id of <|startoftranscript|>.")
+      .def_property_readonly("transcribe", &BpeTokenizer::transcribe, "The id of <|transcribe|>.")
+      .def_property_readonly("translate", &BpeTokenizer::translate, "The id of <|translate|>.")
+      .def_property_readonly("start_of_lm", &BpeTokenizer::start_of_lm, "The id of <|startoflm|>.")
+      .def_property_readonly("start_of_prev", &BpeTokenizer::start_of_prev, "The id of <|startofprev|>.")
+      .def_property_readonly("no_speech", &BpeTokenizer::no_speech, "The id of <|nospeech|> (or <|nocaptions|>).")
+      .def_property_readonly("no_timestamps", &BpeTokenizer::no_timestamps, "The id of <|notimestamps|>.")
+      .def_property_readonly("timestamp_begin", &BpeTokenizer::timestamp_begin, "The id of <|0.00|>, the first timestamp.");
   top.attr("BpeTokenizer") = bpe;
 }
 
