@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "alto/models/checkpoint.h"
@@ -39,6 +40,14 @@ class Stream {
     std::lock_guard<std::mutex> lock(mutex_);
     return stream_->decode_step(codes);
   }
+  torch::Tensor encode_flush() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stream_->encode_flush();
+  }
+  torch::Tensor decode_flush() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stream_->decode_flush();
+  }
   void reset() {
     std::lock_guard<std::mutex> lock(mutex_);
     stream_->reset();
@@ -53,7 +62,9 @@ class Stream {
 
 void bind_audio_tokenizer(py::module_& top) {
   py::module_ m = top.attr("tokenizers").cast<py::module_>();
-  using Holder = std::shared_ptr<const AudioTokenizer>;
+  // pybind11 holders cannot hold const objects; only const methods are bound, so the model
+  // stays immutable.
+  using Holder = std::shared_ptr<AudioTokenizer>;
 
   py::class_<Stream, std::shared_ptr<Stream>>(m, "AudioTokenizerStream", R"doc(Frame-by-frame encoding and decoding with explicit state (AudioTokenizer.stream() makes one).
 
@@ -61,7 +72,7 @@ Feeding any chunking of a signal gives the codes (and audio) of one offline call
 signal::
 
     s = tok.stream()
-    codes = torch.cat([s.encode_step(chunk) for chunk in chunks], dim=-1)   # [B, K, T]
+    codes = torch.cat([s.encode_step(chunk) for chunk in chunks] + [s.encode_flush()], -1)
     audio = torch.cat([s.decode_step(codes[..., t:t + 1]) for t in range(codes.shape[-1])], -1))doc")
       .def(
           "encode_step",
@@ -79,6 +90,26 @@ signal::
           py::arg("codes"), py::call_guard<py::gil_scoped_release>(),
           "codes: int [batch, K, t], any t >= 0 -> the float32 samples [batch, channels, n] those "
           "frames complete.")
+      .def(
+          "encode_flush",
+          [](Stream& s) -> std::optional<torch::Tensor> {
+            torch::Tensor codes = s.encode_flush();
+            if (!codes.defined()) return std::nullopt;
+            return codes;
+          },
+          py::call_guard<py::gil_scoped_release>(),
+          "Ends the input: the codes int64 [batch, K, t] of the last partial frame (which the "
+          "offline encode pads to a whole frame) and of frames still held back, or None; "
+          "reset() before reusing the encoder side.")
+      .def(
+          "decode_flush",
+          [](Stream& s) -> std::optional<torch::Tensor> {
+            torch::Tensor audio = s.decode_flush();
+            if (!audio.defined()) return std::nullopt;
+            return audio;
+          },
+          py::call_guard<py::gil_scoped_release>(),
+          "Ends the codes: audio float32 [batch, channels, n] still held back, or None.")
       .def("reset", &Stream::reset, py::call_guard<py::gil_scoped_release>(),
            "Forgets all encoder and decoder state.");
 
@@ -90,7 +121,8 @@ model_type. Codes use the layout transformers' ``encode`` returns as ``audio_cod
     tok = alto.AudioTokenizer.from_pretrained("encodec_24khz")
     wave, sr = alto.load_audio("speech.wav", sample_rate=tok.sample_rate, mono=True)
     codes = tok.encode(wave[None])           # EnCodec [chunks, 1, K, T]; Mimi/DAC [1, K, T]
-    audio = tok.decode(codes)                # float32 [1, channels, samples]
+    audio = tok.decode(codes)                # float32 [1, channels, whole frames of samples]
+    audio = tok.decode(codes, num_samples=wave.shape[-1])   # the input's length
 
 The model is immutable and may be used from several threads at once (the GIL is released while
 it computes); streaming state lives in the AudioTokenizerStream objects stream() returns.)doc");
@@ -102,7 +134,7 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
            options.dtype = models::parse_dtype(dtype);
            options.validate();
            py::gil_scoped_release release;
-           return AudioTokenizer::from_pretrained(dir, options);
+           return std::const_pointer_cast<AudioTokenizer>(AudioTokenizer::from_pretrained(dir, options));
          },
          py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
          "Loads a codec folder (config.json, model.safetensors). Raises alto.Unsupported naming "
@@ -145,17 +177,29 @@ num_quantizers (Mimi / DAC; 0 = all) choose K. With return_scales=True returns (
 EnCodec's per-chunk audio_scales when the model normalises its input, else None.)doc")
       .def(
           "decode",
-          [](const AudioTokenizer& t, const TensorArg& codes, std::optional<TensorArg> scales) {
+          [](const AudioTokenizer& t, const TensorArg& codes, std::optional<TensorArg> scales,
+             std::optional<int64_t> num_samples, std::optional<TensorArg> padding_mask) {
             AudioCodes c;
             c.codes = integral(codes.tensor, "AudioTokenizer.decode: codes", -1);
             if (scales) c.scales = floating(scales->tensor, "AudioTokenizer.decode: scales");
+            ALTO_CHECK(!(num_samples && padding_mask),
+                       "AudioTokenizer.decode: pass num_samples or padding_mask, not both");
+            ALTO_CHECK(!num_samples || *num_samples > 0,
+                       "AudioTokenizer.decode: num_samples must be > 0, got ", *num_samples);
+            if (num_samples) c.num_samples = *num_samples;
+            if (padding_mask) c.num_samples = padding_mask->tensor.size(-1);
             py::gil_scoped_release release;
             return t.decode(c);
           },
-          py::arg("codes"), py::arg("scales") = py::none(),
-          "codes in encode's layout (and EnCodec's scales when it returned some) -> float32 "
-          "[batch, channels, samples]. Raises alto.InvalidArgument for codes that do not fit "
-          "(shape, id range).")
+          py::arg("codes"), py::arg("scales") = py::none(), py::kw_only(),
+          py::arg("num_samples") = py::none(), py::arg("padding_mask") = py::none(),
+          R"doc(codes in encode's layout (and EnCodec's scales when it returned some) -> float32
+[batch, channels, samples].
+
+Without num_samples the output covers whole code frames (hop_length samples each), as
+transformers' decode without a padding_mask; num_samples (or a padding_mask [batch, n], as
+transformers takes it) truncates it to the input's length. Raises alto.InvalidArgument for codes
+that do not fit (shape, id range).)doc")
       .def(
           "stream",
           [](const AudioTokenizer& t, double bandwidth, int64_t num_quantizers, int64_t batch) {

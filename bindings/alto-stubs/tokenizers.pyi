@@ -37,6 +37,8 @@ class AudioTokenizerStream:
         """float [batch, channels, n] -> int64 codes [batch, K, t] of the frames completed."""
     def decode_step(self, codes: TensorLike) -> torch.Tensor:
         """int [batch, K, t] -> float32 [batch, channels, n]."""
+    def encode_flush(self) -> Optional[torch.Tensor]: ...
+    def decode_flush(self) -> Optional[torch.Tensor]: ...
     def reset(self) -> None: ...
 
 class AudioTokenizer:
@@ -69,7 +71,14 @@ class AudioTokenizer:
         self, audio: TensorLike, *, bandwidth: float = ..., num_quantizers: int = ...,
         return_scales: Literal[True],
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]: ...
-    def decode(self, codes: TensorLike, scales: Optional[TensorLike] = None) -> torch.Tensor: ...
+    def decode(
+        self,
+        codes: TensorLike,
+        scales: Optional[TensorLike] = None,
+        *,
+        num_samples: Optional[int] = None,
+        padding_mask: Optional[TensorLike] = None,
+    ) -> torch.Tensor: ...
     def stream(
         self, *, bandwidth: float = 0.0, num_quantizers: int = 0, batch: int = 1
     ) -> AudioTokenizerStream: ...

@@ -21,3 +21,24 @@ def samples():
 
 def max_abs(a, b):
     return (a.double() - b.double()).abs().max().item()
+
+
+def run_concurrently(work, threads):
+    """Runs work() on `threads` threads at once; re-raises the first exception any of them hit."""
+    import threading
+
+    errors = []
+
+    def guarded():
+        try:
+            work()
+        except BaseException as e:  # noqa: BLE001 - re-raised below in the main thread
+            errors.append(e)
+
+    pool = [threading.Thread(target=guarded) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]

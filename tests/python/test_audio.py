@@ -2,12 +2,13 @@
 import json
 import threading
 
-import numpy as np
 import pytest
 import torch
 import torchaudio
 
 import alto
+
+from conftest import run_concurrently
 
 
 def test_load_audio_layout(data):
@@ -132,11 +133,7 @@ def test_stream_reader_shared_between_threads(data):
             with lock:
                 got.append(chunk)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_concurrently(work, threads=4)
     assert sum(c.shape[1] for c in got) == full.shape[1]
 
 

@@ -1,11 +1,12 @@
 """alto.Error family, safetensors, zero-copy tensor arguments, threads."""
-import threading
 
 import numpy as np
 import pytest
 import torch
 
 import alto
+
+from conftest import run_concurrently
 
 
 def test_error_family():
@@ -94,18 +95,9 @@ def test_threads_setting():
 def test_concurrent_safetensors_reads(tmp_path):
     path = tmp_path / "c.safetensors"
     alto.save_safetensors(str(path), {"w": torch.arange(1000, dtype=torch.float32)})
-    errors = []
 
     def work():
-        try:
-            for _ in range(20):
-                assert alto.load_safetensors(str(path))["w"].sum().item() == 499500
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(20):
+            assert alto.load_safetensors(str(path))["w"].sum().item() == 499500
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_concurrently(work, threads=8)

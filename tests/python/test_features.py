@@ -1,5 +1,4 @@
 """alto.features against the golden references and against torchaudio / torch on the same input."""
-import threading
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ import torchaudio
 import alto
 import alto.features as F
 
-from conftest import max_abs
+from conftest import max_abs, run_concurrently
 
 
 def golden(data, case):
@@ -225,19 +224,10 @@ def test_concurrent_calls_agree(data):
     whisper = F.WhisperFeatureExtractor()
     expected_fbank = fbank.compute(wave)
     expected_whisper = whisper(wave)["input_features"]
-    errors = []
 
     def work():
-        try:
-            for _ in range(5):
-                assert torch.equal(fbank.compute(wave), expected_fbank)
-                assert torch.equal(whisper(wave)["input_features"], expected_whisper)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(5):
+            assert torch.equal(fbank.compute(wave), expected_fbank)
+            assert torch.equal(whisper(wave)["input_features"], expected_whisper)
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_concurrently(work, threads=6)

@@ -1,11 +1,12 @@
 """alto.BpeTokenizer against transformers' WhisperTokenizer cases."""
 import json
-import threading
 
 import pytest
 import torch
 
 import alto
+
+from conftest import run_concurrently
 
 
 @pytest.fixture(scope="module")
@@ -55,19 +56,10 @@ def test_errors(tokenizer, tmp_path):
 def test_concurrent_use(tokenizer):
     text = "The quick brown fox jumps over the lazy dog. " * 20
     ids = tokenizer.encode(text)
-    errors = []
 
     def work():
-        try:
-            for _ in range(20):
-                assert tokenizer.encode(text) == ids
-                assert tokenizer.decode(ids) == text
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(20):
+            assert tokenizer.encode(text) == ids
+            assert tokenizer.decode(ids) == text
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_concurrently(work, threads=6)

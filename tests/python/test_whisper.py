@@ -1,12 +1,11 @@
 """alto.models.Whisper against the golden reference of transformers' WhisperForConditionalGeneration."""
-import threading
 
 import pytest
 import torch
 
 import alto
 
-from conftest import max_abs
+from conftest import max_abs, run_concurrently
 
 
 @pytest.fixture(scope="module")
@@ -130,22 +129,13 @@ def test_loading_errors(tmp_path, model_dir):
 def test_concurrent_encode_and_decode(model, io):
     expected = model.encode(io["input_features"])
     expected_logits = model.decode(io["decoder.prompt_ids"], encoder_hidden_states=expected)
-    errors = []
 
     def work():
-        try:
-            for _ in range(2):
-                h = model.encode(io["input_features"])
-                assert max_abs(h, expected) <= 1e-5
-                state = model.start(h)
-                logits = model.decode(io["decoder.prompt_ids"], state=state)
-                assert max_abs(logits, expected_logits) <= 1e-4
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(2):
+            h = model.encode(io["input_features"])
+            assert max_abs(h, expected) <= 1e-5
+            state = model.start(h)
+            logits = model.decode(io["decoder.prompt_ids"], state=state)
+            assert max_abs(logits, expected_logits) <= 1e-4
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_concurrently(work, threads=4)
