@@ -40,13 +40,14 @@ class Stream {
     std::lock_guard<std::mutex> lock(mutex_);
     return stream_->decode_step(codes);
   }
-  torch::Tensor encode_flush() {
+  /// None when the stream held nothing back (an undefined tensor in C++).
+  std::optional<torch::Tensor> encode_flush() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return stream_->encode_flush();
+    return held(stream_->encode_flush());
   }
-  torch::Tensor decode_flush() {
+  std::optional<torch::Tensor> decode_flush() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return stream_->decode_flush();
+    return held(stream_->decode_flush());
   }
   void reset() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -54,6 +55,11 @@ class Stream {
   }
 
  private:
+  static std::optional<torch::Tensor> held(torch::Tensor t) {
+    if (!t.defined()) return std::nullopt;
+    return t;
+  }
+
   std::mutex mutex_;
   std::unique_ptr<AudioTokenizerStream> stream_;
 };
@@ -90,26 +96,12 @@ signal::
           py::arg("codes"), py::call_guard<py::gil_scoped_release>(),
           "codes: int [batch, K, t], any t >= 0 -> the float32 samples [batch, channels, n] those "
           "frames complete.")
-      .def(
-          "encode_flush",
-          [](Stream& s) -> std::optional<torch::Tensor> {
-            torch::Tensor codes = s.encode_flush();
-            if (!codes.defined()) return std::nullopt;
-            return codes;
-          },
-          py::call_guard<py::gil_scoped_release>(),
-          "Ends the input: the codes int64 [batch, K, t] of the last partial frame (which the "
-          "offline encode pads to a whole frame) and of frames still held back, or None; "
-          "reset() before reusing the encoder side.")
-      .def(
-          "decode_flush",
-          [](Stream& s) -> std::optional<torch::Tensor> {
-            torch::Tensor audio = s.decode_flush();
-            if (!audio.defined()) return std::nullopt;
-            return audio;
-          },
-          py::call_guard<py::gil_scoped_release>(),
-          "Ends the codes: audio float32 [batch, channels, n] still held back, or None.")
+      .def("encode_flush", &Stream::encode_flush, py::call_guard<py::gil_scoped_release>(),
+           "Ends the input: the codes int64 [batch, K, t] of the last partial frame (which the "
+           "offline encode pads to a whole frame) and of frames still held back, or None; "
+           "reset() before reusing the encoder side.")
+      .def("decode_flush", &Stream::decode_flush, py::call_guard<py::gil_scoped_release>(),
+           "Ends the codes: audio float32 [batch, channels, n] still held back, or None.")
       .def("reset", &Stream::reset, py::call_guard<py::gil_scoped_release>(),
            "Forgets all encoder and decoder state.");
 
