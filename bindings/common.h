@@ -1,0 +1,60 @@
+#pragma once
+// What every binding file shares: torch's own Python conversions (so a tensor crosses as the same
+// storage, never a copy), an argument type that takes torch.Tensor or numpy.ndarray, and the
+// checks that turn a wrong dtype or rank into an alto.Error naming the argument.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/python.h>
+
+#include <optional>
+#include <string>
+
+#include "alto/core/error.h"
+
+namespace alto::python {
+
+namespace py = pybind11;
+
+/// A tensor argument given as torch.Tensor or numpy.ndarray. A numpy array is wrapped by
+/// torch.from_numpy's own code, so the tensor shares its memory.
+struct TensorArg {
+  torch::Tensor tensor;
+  operator const torch::Tensor&() const { return tensor; }  // NOLINT: an argument is a tensor
+};
+
+/// `tensor` when it is a real floating-point tensor; else alto::InvalidArgument naming `what`.
+torch::Tensor floating(const torch::Tensor& tensor, const std::string& what);
+/// The same, also requiring one of the ranks in [min_rank, max_rank].
+torch::Tensor floating(const torch::Tensor& tensor, const std::string& what, int64_t min_rank,
+                       int64_t max_rank);
+/// alto::InvalidArgument naming `what` and the first NaN/Inf position unless all are finite.
+void check_finite(const torch::Tensor& tensor, const std::string& what);
+/// An integer tensor (codes, token ids) as int64; else alto::InvalidArgument naming `what`.
+torch::Tensor integral(const torch::Tensor& tensor, const std::string& what, int64_t rank);
+
+/// Registers submodule `name` of `parent` in sys.modules, so `import alto.features` works.
+py::module_ submodule(py::module_& parent, const char* name, const char* doc);
+
+void bind_core(py::module_& m);
+void bind_audio(py::module_& m);
+void bind_features(py::module_& m);
+void bind_models(py::module_& m);
+void bind_tokenizers(py::module_& m);
+#ifdef ALTO_PYTHON_AUDIO_TOKENIZER
+void bind_audio_tokenizer(py::module_& m);
+#endif
+
+}  // namespace alto::python
+
+namespace pybind11::detail {
+
+template <>
+struct type_caster<alto::python::TensorArg> {
+  PYBIND11_TYPE_CASTER(alto::python::TensorArg, _("torch.Tensor | numpy.ndarray"));
+
+  bool load(handle source, bool /*convert*/);
+};
+
+}  // namespace pybind11::detail

@@ -1,0 +1,188 @@
+// core/: the error family, safetensors, threads; and the tensor argument every binding shares.
+
+#include <torch/csrc/utils/tensor_numpy.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "alto/core/safetensors.h"
+#include "alto/core/threading.h"
+#include "bindings/common.h"
+
+namespace pybind11::detail {
+
+bool type_caster<alto::python::TensorArg>::load(handle source, bool) {
+  if (THPVariable_Check(source.ptr())) {
+    value.tensor = THPVariable_Unpack(source.ptr());
+    return true;
+  }
+  if (isinstance<array>(source)) {
+    // torch.from_numpy's conversion: the tensor keeps the array alive and shares its memory.
+    try {
+      value.tensor = torch::utils::tensor_from_numpy(source.ptr(), /*warn_if_not_writeable=*/false);
+    } catch (const std::exception& e) {
+      throw alto::InvalidArgument(std::string("cannot use this numpy.ndarray as a tensor: ") +
+                                  e.what());
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace pybind11::detail
+
+namespace alto::python {
+
+namespace {
+
+std::string dtype_text(const torch::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+
+}  // namespace
+
+torch::Tensor floating(const torch::Tensor& tensor, const std::string& what) {
+  ALTO_CHECK(tensor.defined(), what, ": got an undefined tensor");
+  ALTO_CHECK(tensor.is_floating_point(), what, ": expected a floating-point tensor, got ",
+             dtype_text(tensor));
+  return tensor;
+}
+
+torch::Tensor floating(const torch::Tensor& tensor, const std::string& what, int64_t min_rank,
+                       int64_t max_rank) {
+  floating(tensor, what);
+  ALTO_CHECK(tensor.dim() >= min_rank && tensor.dim() <= max_rank, what, ": expected ",
+             min_rank == max_rank ? std::to_string(min_rank)
+                                  : std::to_string(min_rank) + " to " + std::to_string(max_rank),
+             " dimensions, got shape ", tensor.sizes());
+  return tensor;
+}
+
+void check_finite(const torch::Tensor& tensor, const std::string& what) {
+  const torch::Tensor bad = torch::logical_not(torch::isfinite(tensor)).flatten().nonzero();
+  ALTO_CHECK(bad.numel() == 0, what, ": contains NaN or Inf (first at flat index ",
+             bad.numel() ? bad[0].item<int64_t>() : 0, ")");
+}
+
+torch::Tensor integral(const torch::Tensor& tensor, const std::string& what, int64_t rank) {
+  ALTO_CHECK(tensor.defined(), what, ": got an undefined tensor");
+  ALTO_CHECK(!tensor.is_floating_point() && !tensor.is_complex() &&
+                 tensor.scalar_type() != torch::kBool,
+             what, ": expected an integer tensor, got ", dtype_text(tensor));
+  ALTO_CHECK(rank < 0 || tensor.dim() == rank, what, ": expected ", rank,
+             " dimensions, got shape ", tensor.sizes());
+  return tensor.to(torch::kInt64);
+}
+
+py::module_ submodule(py::module_& parent, const char* name, const char* doc) {
+  py::module_ child = parent.def_submodule(name, doc);
+  py::module_::import("sys").attr("modules")[child.attr("__name__")] = child;
+  return child;
+}
+
+namespace {
+
+// alto.InvalidArgument is also a ValueError, so code written against plain Python still catches
+// it; RuntimeError and ValueError share CPython's instance layout, so both can be bases.
+py::object new_exception(py::module_& m, const char* name, py::tuple bases, const char* doc) {
+  const std::string qualified = std::string("alto.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
+  if (!type) throw py::error_already_set();
+  py::object result = py::reinterpret_steal<py::object>(type);
+  m.attr(name) = result;
+  return result;
+}
+
+}  // namespace
+
+void bind_core(py::module_& m) {
+  static py::object error = new_exception(
+      m, "Error", py::make_tuple(py::handle(PyExc_RuntimeError)),
+      "Every failure alto detects: the message names the file, field or tensor and what was "
+      "expected.");
+  static py::object invalid = new_exception(
+      m, "InvalidArgument", py::make_tuple(error, py::handle(PyExc_ValueError)),
+      "An option or argument has an impossible value (wrong dtype, rank, shape, NaN, ...).");
+  static py::object io = new_exception(m, "IoError", py::make_tuple(error),
+                                       "A file is missing, unreadable, truncated or corrupt.");
+  static py::object unsupported = new_exception(
+      m, "Unsupported", py::make_tuple(error),
+      "The input is valid but alto (or the library it delegates to) cannot handle it.");
+  // Mapped once for every binding; the most derived C++ type is caught first.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidArgument& e) {
+      PyErr_SetString(invalid.ptr(), e.what());
+    } catch (const IoError& e) {
+      PyErr_SetString(io.ptr(), e.what());
+    } catch (const Unsupported& e) {
+      PyErr_SetString(unsupported.ptr(), e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(error.ptr(), e.what());
+    }
+  });
+
+  m.def("set_num_threads", &set_num_threads, py::arg("threads"),
+        "Threads for alto's own parallel work, libtorch's intra-op pool (shared with torch in "
+        "this process) and the BLAS. alto sets all cores on import.");
+  m.def("num_threads", &num_threads, "The thread count set_num_threads last set.");
+  m.def("default_num_threads", &default_num_threads, "All cores of this machine.");
+
+  m.def(
+      "as_tensor", [](const TensorArg& x) { return x.tensor; }, py::arg("x"),
+      "The tensor alto's functions see for ``x``: a torch.Tensor as it is, a numpy.ndarray as a "
+      "zero-copy view (torch.from_numpy's conversion; same memory, same strides).");
+
+  m.def(
+      "load_safetensors",
+      [](const std::string& path, bool return_metadata) -> py::object {
+        std::vector<std::pair<std::string, torch::Tensor>> tensors;
+        std::map<std::string, std::string> metadata;
+        {
+          py::gil_scoped_release release;
+          const SafetensorsCheckpoint checkpoint(path);
+          for (const std::string& name : checkpoint.names())
+            tensors.emplace_back(name, checkpoint.tensor(name));
+          metadata = checkpoint.metadata();
+        }
+        py::dict result;
+        for (auto& [name, tensor] : tensors) result[py::str(name)] = tensor;
+        if (return_metadata) return py::make_tuple(result, metadata);
+        return std::move(result);
+      },
+      py::arg("path"), py::arg("return_metadata") = false,
+      R"doc(Reads a .safetensors file, a sharded checkpoint's model.safetensors.index.json, or a
+folder holding either.
+
+Returns {name: torch.Tensor} in the file's order (and the ``__metadata__`` dict as a second value
+with ``return_metadata=True``). The tensors are zero-copy views of the memory-mapped file where
+the data is aligned for its dtype (copy-on-write: writing into one never reaches the file).
+Raises alto.IoError for a missing or corrupt file.)doc");
+
+  m.def(
+      "save_safetensors",
+      [](const std::string& path, const py::dict& tensors,
+         const std::map<std::string, std::string>& metadata) {
+        std::vector<std::pair<std::string, torch::Tensor>> list;
+        for (auto item : tensors) {
+          const std::string name = py::cast<std::string>(item.first);
+          const TensorArg tensor = [&] {
+            try {
+              return py::cast<TensorArg>(item.second);
+            } catch (const py::cast_error&) {
+              throw InvalidArgument("save_safetensors: tensor '" + name +
+                                    "' is not a torch.Tensor or numpy.ndarray");
+            }
+          }();
+          list.emplace_back(name, tensor.tensor);
+        }
+        py::gil_scoped_release release;
+        save_safetensors(path, list, metadata);
+      },
+      py::arg("path"), py::arg("tensors"), py::arg("metadata") = std::map<std::string, std::string>{},
+      R"doc(Writes {name: tensor} (torch.Tensor or numpy.ndarray, any device) to ``path`` with
+``metadata`` ({str: str}) as ``__metadata__``, in the Hugging Face layout, atomically (a temporary
+file renamed into place). Errors name the path and the tensor.)doc");
+}
+
+}  // namespace alto::python

@@ -1,0 +1,110 @@
+// tokenizers/: Whisper's byte-level BPE text tokenizer. (The codec tokenizers are in
+// audio_tokenizer.cpp.)
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "alto/tokenizers/bpe_tokenizer.h"
+#include "bindings/common.h"
+
+namespace alto::python {
+
+namespace {
+
+/// Token ids given as a list of ints or a 1-D integer tensor / array.
+std::vector<int64_t> ids_of(const py::object& ids) {
+  if (THPVariable_Check(ids.ptr()) || py::isinstance<py::array>(ids)) {
+    const torch::Tensor t = integral(py::cast<TensorArg>(ids).tensor, "ids", 1).contiguous().cpu();
+    return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  }
+  try {
+    return py::cast<std::vector<int64_t>>(ids);
+  } catch (const py::cast_error&) {
+    throw InvalidArgument("ids must be a list of ints or a 1-D integer tensor");
+  }
+}
+
+}  // namespace
+
+void bind_tokenizers(py::module_& top) {
+  py::module_ m = submodule(top, "tokenizers", "Text and audio tokenizers.");
+
+  py::class_<BpeTokenizer, std::shared_ptr<BpeTokenizer>> bpe(m, "BpeTokenizer", R"doc(Whisper's text tokenizer: GPT-2 byte-level BPE plus Whisper's special and timestamp tokens.
+
+Encoding and decoding follow transformers' WhisperTokenizer exactly (decode_openai follows
+openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
+
+    tok = alto.BpeTokenizer.from_pretrained("whisper-tiny")
+    ids = tok.encode(" Hello world")
+    tok.decode(ids, skip_special_tokens=True))doc");
+  bpe.def_static(
+         "from_pretrained",
+         [](const std::string& path) {
+           py::gil_scoped_release release;
+           return std::make_shared<BpeTokenizer>(BpeTokenizer::from_pretrained(path));
+         },
+         py::arg("path"),
+         "A folder with tokenizer.json, or vocab.json + merges.txt (+ added_tokens.json), or an "
+         "openai .tiktoken file. Raises alto.IoError naming a missing or corrupt file.")
+      .def("encode", &BpeTokenizer::encode, py::arg("text"), py::arg("split_special_tokens") = false,
+           py::call_guard<py::gil_scoped_release>(),
+           "Text -> ids (list of int). Added-token text (<|en|>, <|0.00|>) becomes that token "
+           "unless split_special_tokens. Raises alto.Error for invalid UTF-8.")
+      .def(
+          "decode",
+          [](const BpeTokenizer& t, const py::object& ids, bool skip_special_tokens,
+             bool with_timestamps) {
+            BpeDecodeOptions o;
+            o.skip_special_tokens = skip_special_tokens;
+            o.with_timestamps = with_timestamps;
+            const std::vector<int64_t> list = ids_of(ids);
+            py::gil_scoped_release release;
+            return t.decode(list, o);
+          },
+          py::arg("ids"), py::arg("skip_special_tokens") = false, py::arg("with_timestamps") = false,
+          "Ids (list or 1-D integer tensor) -> text as WhisperTokenizer.decode.")
+      .def(
+          "decode_openai",
+          [](const BpeTokenizer& t, const py::object& ids, bool with_timestamps) {
+            const std::vector<int64_t> list = ids_of(ids);
+            py::gil_scoped_release release;
+            return t.decode_openai(list, with_timestamps);
+          },
+          py::arg("ids"), py::arg("with_timestamps") = false,
+          "openai-whisper's Tokenizer.decode (or decode_with_timestamps).")
+      .def(
+          "offsets",
+          [](const BpeTokenizer& t, const py::object& ids) {
+            py::list out;
+            for (const BpeOffset& o : t.offsets(ids_of(ids))) {
+              py::dict d;
+              d["text"] = o.text;
+              d["timestamp"] = py::make_tuple(o.start, o.end);
+              out.append(d);
+            }
+            return out;
+          },
+          py::arg("ids"),
+          "Segments between timestamp pairs as WhisperTokenizer.decode(output_offsets=True): "
+          "[{\"text\", \"timestamp\": (start, end)}].")
+      .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size, "Every id, added tokens included.")
+      .def("token_to_id", &BpeTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
+      .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"), "The token string of an id.")
+      .def("is_special", &BpeTokenizer::is_special, py::arg("id"), "Whether an id is an added (special) token.")
+      .def("language_token", &BpeTokenizer::language_token, py::arg("code"),
+           "The id of <|code|>; alto.InvalidArgument for an unknown code.")
+      .def_property_readonly("languages", &BpeTokenizer::languages, "Language codes in token order.")
+      .def_property_readonly("eot", &BpeTokenizer::eot, "The id of <|endoftext|>.")
+      .def_property_readonly("sot", &BpeTokenizer::sot, "The id of <|startoftranscript|>.")
+      .def_property_readonly("transcribe", &BpeTokenizer::transcribe, "The id of <|transcribe|>.")
+      .def_property_readonly("translate", &BpeTokenizer::translate, "The id of <|translate|>.")
+      .def_property_readonly("start_of_lm", &BpeTokenizer::start_of_lm, "The id of <|startoflm|>.")
+      .def_property_readonly("start_of_prev", &BpeTokenizer::start_of_prev, "The id of <|startofprev|>.")
+      .def_property_readonly("no_speech", &BpeTokenizer::no_speech, "The id of <|nospeech|> (or <|nocaptions|>).")
+      .def_property_readonly("no_timestamps", &BpeTokenizer::no_timestamps, "The id of <|notimestamps|>.")
+      .def_property_readonly("timestamp_begin", &BpeTokenizer::timestamp_begin, "The id of <|0.00|>, the first timestamp.");
+  top.attr("BpeTokenizer") = bpe;
+}
+
+}  // namespace alto::python
