@@ -358,6 +358,8 @@ Mimi::Mimi(const MimiConfig& config, const SafetensorsCheckpoint& checkpoint,
   binder.finish();
   torch::NoGradGuard no_grad;
   impl->model->quantizer->prepare();
+  impl->model->encoder_transformer->prepare();
+  impl->model->decoder_transformer->prepare();
   impl_ = std::move(impl);
 }
 
@@ -383,7 +385,9 @@ AudioCodes Mimi::encode(const torch::Tensor& audio, const AudioEncodeOptions& op
   impl_->check_audio(audio, "Mimi::encode", 0, 1);
   const int64_t k = impl_->codebooks(options);
   torch::NoGradGuard no_grad;
-  return {impl_->encode(audio, k, intermediates), {}};
+  AudioCodes codes{impl_->encode(audio, k, intermediates), {}};
+  codes.num_samples = audio.size(2);
+  return codes;
 }
 
 torch::Tensor Mimi::decode(const AudioCodes& codes) const { return decode(codes, nullptr); }
@@ -393,8 +397,14 @@ torch::Tensor Mimi::decode(const AudioCodes& codes, Intermediates* intermediates
                           impl_->config.codebook_size, "Mimi::decode: codes");
   ALTO_CHECK(codes.codes.size(2) > 0, "Mimi::decode: codes must hold at least one frame, got ",
              shape_of(codes.codes));
+  ALTO_CHECK(codes.num_samples >= 0, "Mimi::decode: num_samples must be >= 0, got ",
+             codes.num_samples);
   torch::NoGradGuard no_grad;
-  return impl_->decode(codes.codes, intermediates);
+  torch::Tensor audio = impl_->decode(codes.codes, intermediates);
+  // transformers' forward() cuts the decoded frames to the input length (its padding_mask).
+  if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
+    audio = audio.narrow(2, 0, codes.num_samples);
+  return audio;
 }
 
 namespace {
@@ -453,6 +463,26 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
       return torch::empty({batch_, codebooks_, 0},
                           torch::TensorOptions().dtype(torch::kInt64).device(h.device()));
     return m.quantizer->encode(h, codebooks_);
+  }
+
+  // The offline encode pads the last partial frame: every convolution's flush applies the same
+  // right padding, and what it completes runs through the rest of the encoder.
+  torch::Tensor encode_flush() override {
+    const MimiModelImpl& m = *impl_->model;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> latent;
+    torch::Tensor h = m.encoder->flush(encoder_.seanet);
+    if (h.defined() && h.size(2) > 0) {
+      h = through(m.encoder_transformer, h, encoder_.transformer);
+      latent.push_back(m.downsample->step(h, encoder_.downsample));
+    }
+    torch::Tensor last = m.downsample->flush(encoder_.downsample);
+    if (last.defined()) latent.push_back(last);
+    const torch::Tensor frames = latent.empty() ? torch::Tensor() : torch::cat(latent, 2);
+    if (!frames.defined() || frames.size(2) == 0)
+      return torch::empty({batch_, codebooks_, 0}, torch::TensorOptions().dtype(torch::kInt64).device(
+                                                       impl_->options.device));
+    return m.quantizer->encode(frames, codebooks_);
   }
 
   torch::Tensor decode_step(const torch::Tensor& codes) override {

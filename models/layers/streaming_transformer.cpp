@@ -135,7 +135,25 @@ StreamingTransformerImpl::StreamingTransformerImpl(const StreamingTransformerOpt
                                    static_cast<double>(options_.head_dim));
 }
 
+void StreamingTransformerImpl::prepare() {
+  qkv_weights_.clear();
+  qkv_biases_.clear();
+  for (size_t l = 0; l < layers->size(); ++l) {
+    const AttentionImpl& attn = *layers->at<TransformerLayerImpl>(l).self_attn;
+    qkv_weights_.push_back(
+        torch::cat({attn.q_proj->weight, attn.k_proj->weight, attn.v_proj->weight}));
+    qkv_biases_.push_back(options_.attention_bias ? torch::cat({attn.q_proj->bias,
+                                                                attn.k_proj->bias,
+                                                                attn.v_proj->bias})
+                                                  : torch::Tensor());
+  }
+}
+
 torch::Tensor StreamingTransformerImpl::forward(const torch::Tensor& x) const {
+  ALTO_CHECK(x.dim() == 3 && x.size(2) == options_.hidden_size,
+             "StreamingTransformer::forward: x must be [batch, time, ", options_.hidden_size,
+             "], got ", x.sizes());
+  if (x.size(1) == 0) return x;
   return run(x, nullptr);
 }
 
@@ -167,6 +185,8 @@ torch::Tensor StreamingTransformerImpl::step(const torch::Tensor& x,
 
 torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
                                             TransformerKVCache* cache) const {
+  ALTO_CHECK(qkv_weights_.size() == layers->size(),
+             "StreamingTransformer: prepare() was not called after loading");
   const StreamingTransformerOptions& o = options_;
   const int64_t batch = input.size(0), time = input.size(1);
   const int64_t start = cache ? cache->position : 0;  // position of input's first element
@@ -228,12 +248,16 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   for (size_t l = 0; l < layers->size(); ++l) {
     const auto& layer = layers->at<TransformerLayerImpl>(l);
     const AttentionImpl& attn = *layer.self_attn;
-    const torch::Tensor h = layer.input_layernorm->forward(x);
-    const torch::Tensor q = rotate(split_heads(attn.q_proj->forward(h), o.num_attention_heads),
-                                   cos, sin);
-    torch::Tensor k = rotate(split_heads(attn.k_proj->forward(h), o.num_key_value_heads), cos,
-                             sin);
-    torch::Tensor v = split_heads(attn.v_proj->forward(h), o.num_key_value_heads);
+    const torch::Tensor qkv = torch::linear(layer.input_layernorm->forward(x), qkv_weights_[l],
+                                            qkv_biases_[l]);
+    const int64_t q_width = o.num_attention_heads * o.head_dim;
+    const int64_t kv_width = o.num_key_value_heads * o.head_dim;
+    const torch::Tensor q =
+        rotate(split_heads(qkv.narrow(2, 0, q_width), o.num_attention_heads), cos, sin);
+    torch::Tensor k = rotate(split_heads(qkv.narrow(2, q_width, kv_width), o.num_key_value_heads),
+                             cos, sin);
+    torch::Tensor v = split_heads(qkv.narrow(2, q_width + kv_width, kv_width),
+                                  o.num_key_value_heads);
     if (cache) {
       TransformerKVCache::Layer& buffers = cache->layers[l];
       buffers.key.narrow(2, write_at, time).copy_(k);

@@ -82,6 +82,10 @@ class StreamingTransformerImpl : public torch::nn::Module {
   StreamingTransformerImpl(const StreamingTransformerOptions& options,
                            const torch::TensorOptions& tensor_options);
 
+  /// Fuses each layer's q/k/v projections into one GEMM. Call once after CheckpointBinder has
+  /// filled the module; forward and step throw alto::InvalidArgument before.
+  void prepare();
+
   /// x: [batch, time, hidden_size], positions 0 .. time-1 -> [batch, time, hidden_size].
   torch::Tensor forward(const torch::Tensor& x) const;
 
@@ -100,6 +104,7 @@ class StreamingTransformerImpl : public torch::nn::Module {
   StreamingTransformerOptions options_;
   torch::TensorOptions tensor_options_;
   torch::Tensor inv_freq_;  // float32 [head_dim / 2], RoPE frequencies
+  std::vector<torch::Tensor> qkv_weights_, qkv_biases_;  // per layer, from prepare()
 };
 TORCH_MODULE(StreamingTransformer);
 

@@ -46,6 +46,7 @@ StreamingTransformer load_transformer(const GoldenModel& golden, const std::stri
   const alto::SafetensorsCheckpoint checkpoint(golden.dir());
   alto::models::CheckpointBinder binder(checkpoint, {}, "Mimi transformer");
   binder.bind(*transformer, prefix + ".");
+  transformer->prepare();
   return transformer;
 }
 
@@ -244,12 +245,30 @@ TEST_CASE("Mimi pads the last partial frame as transformers does", "[codec][mimi
   const GoldenModel golden(kGolden);
   const auto model = Mimi::from_pretrained(golden.dir());
   const torch::Tensor input = golden.tensor("ragged_input_values");
-  const torch::Tensor codes = model->encode(input).codes;
-  golden.require_matches(codes, "ragged_audio_codes");
-  // decode returns whole frames; transformers' forward() truncates to the input length.
-  const torch::Tensor audio = model->decode({codes, {}});
-  CHECK(audio.size(2) == codes.size(2) * model->hop_length());
-  golden.require_matches(audio.narrow(2, 0, input.size(2)), "ragged_audio_values");
+  const AudioCodes encoded = model->encode(input);
+  golden.require_matches(encoded.codes, "ragged_audio_codes");
+  // transformers' forward() truncates the decoded frames to the input length; encode records
+  // it in num_samples, without it decode returns whole frames.
+  CHECK(encoded.num_samples == input.size(2));
+  golden.require_matches(model->decode(encoded), "ragged_audio_values");
+  const torch::Tensor frames = model->decode({encoded.codes, {}});
+  CHECK(frames.size(2) == encoded.codes.size(2) * model->hop_length());
+  golden.require_matches(frames.narrow(2, 0, input.size(2)), "ragged_audio_values");
+
+  SECTION("a stream pads the last partial frame in encode_flush") {
+    for (const auto& pieces : {uniform(input.size(2), model->hop_length()),
+                               random_split(input.size(2), 3000, 9)}) {
+      auto stream = model->stream();
+      const torch::Tensor head = stream_encode(*stream, input, pieces);
+      CHECK(head.size(2) == input.size(2) / model->hop_length());
+      golden.require_matches(torch::cat({head, stream->encode_flush()}, 2), "ragged_audio_codes");
+    }
+    // A whole number of frames leaves nothing to flush.
+    auto stream = model->stream();
+    const torch::Tensor whole = golden.tensor("input_values");
+    golden.require_matches(stream_encode(*stream, whole, {whole.size(2)}), "audio_codes");
+    CHECK(stream->encode_flush().size(2) == 0);
+  }
 }
 
 TEST_CASE("Mimi beyond the sliding window matches moshi", "[codec][mimi]") {
