@@ -86,14 +86,14 @@ class MimiModelImpl : public torch::nn::Module {
  public:
   MimiModelImpl(const MimiConfig& c, const torch::TensorOptions& o)
       : encoder(register_module("encoder", layers::SeanetEncoder(seanet_options(c), o))),
-        encoder_transformer(register_module(
-            "encoder_transformer", StreamingTransformer(c.transformer_options(), o))),
-        downsample(register_module("downsample",
-                                   layers::StreamableConv1d(downsample_options(c), o))),
-        upsample(register_module("upsample",
-                                 layers::StreamableConvTranspose1d(upsample_options(c), o))),
-        decoder_transformer(register_module(
-            "decoder_transformer", StreamingTransformer(c.transformer_options(), o))),
+        encoder_transformer(register_module("encoder_transformer",
+                                            StreamingTransformer(c.transformer_options(), o))),
+        downsample(
+            register_module("downsample", layers::StreamableConv1d(downsample_options(c), o))),
+        upsample(
+            register_module("upsample", layers::StreamableConvTranspose1d(upsample_options(c), o))),
+        decoder_transformer(register_module("decoder_transformer",
+                                            StreamingTransformer(c.transformer_options(), o))),
         decoder(register_module("decoder", layers::SeanetDecoder(seanet_options(c), o))),
         quantizer(register_module(
             "quantizer", tokenizers::SplitResidualVectorQuantizer(quantizer_options(c), o))) {}
@@ -178,29 +178,36 @@ MimiConfig MimiConfig::from_json(const std::string& path) {
 
 void MimiConfig::validate() const {
   for (const auto& [name, value] :
-       {std::pair{"sampling_rate", sampling_rate}, {"audio_channels", audio_channels},
-        {"hidden_size", hidden_size}, {"num_filters", num_filters},
-        {"num_residual_layers", num_residual_layers}, {"kernel_size", kernel_size},
-        {"last_kernel_size", last_kernel_size}, {"residual_kernel_size", residual_kernel_size},
-        {"dilation_growth_rate", dilation_growth_rate}, {"compress", compress},
-        {"codebook_size", codebook_size}, {"codebook_dim", codebook_dim},
+       {std::pair{"sampling_rate", sampling_rate},
+        {"audio_channels", audio_channels},
+        {"hidden_size", hidden_size},
+        {"num_filters", num_filters},
+        {"num_residual_layers", num_residual_layers},
+        {"kernel_size", kernel_size},
+        {"last_kernel_size", last_kernel_size},
+        {"residual_kernel_size", residual_kernel_size},
+        {"dilation_growth_rate", dilation_growth_rate},
+        {"compress", compress},
+        {"codebook_size", codebook_size},
+        {"codebook_dim", codebook_dim},
         {"num_quantizers", num_quantizers},
         {"vector_quantization_hidden_dimension", vector_quantization_hidden_dimension},
-        {"upsample_groups", upsample_groups}, {"num_hidden_layers", num_hidden_layers},
-        {"intermediate_size", intermediate_size}, {"num_attention_heads", num_attention_heads},
+        {"upsample_groups", upsample_groups},
+        {"num_hidden_layers", num_hidden_layers},
+        {"intermediate_size", intermediate_size},
+        {"num_attention_heads", num_attention_heads},
         {"num_key_value_heads", num_key_value_heads},
         {"max_position_embeddings", max_position_embeddings},
         {"sliding_window", sliding_window}})
     ALTO_CHECK(value > 0, "MimiConfig.", name, " must be positive, got ", value);
-  ALTO_CHECK(audio_channels <= 2, "MimiConfig.audio_channels must be 1 or 2, got ",
-             audio_channels);
+  ALTO_CHECK(audio_channels <= 2, "MimiConfig.audio_channels must be 1 or 2, got ", audio_channels);
   ALTO_CHECK(!upsampling_ratios.empty(), "MimiConfig.upsampling_ratios must not be empty");
   for (int64_t ratio : upsampling_ratios)
     ALTO_CHECK(ratio > 0, "MimiConfig.upsampling_ratios must be positive, got ", ratio);
   ALTO_CHECK(head_dim >= 0, "MimiConfig.head_dim must be positive or null, got ", head_dim);
   ALTO_CHECK(num_semantic_quantizers >= 1 && num_semantic_quantizers < num_quantizers,
-             "MimiConfig.num_semantic_quantizers must be in [1, num_quantizers = ",
-             num_quantizers, "), got ", num_semantic_quantizers);
+             "MimiConfig.num_semantic_quantizers must be in [1, num_quantizers = ", num_quantizers,
+             "), got ", num_semantic_quantizers);
   ALTO_CHECK((codebook_size & (codebook_size - 1)) == 0,
              "MimiConfig.codebook_size must be a power of 2 (as transformers requires), got ",
              codebook_size);
@@ -220,8 +227,7 @@ void MimiConfig::validate() const {
   ALTO_CHECK_AS(Unsupported, ratio == 2.0,
                 "MimiConfig.frame_rate must be half the SEANet frame rate sampling_rate / "
                 "prod(upsampling_ratios) = ",
-                encodec_frame_rate(), " (transformers' downsample has stride 2), got ",
-                frame_rate);
+                encodec_frame_rate(), " (transformers' downsample has stride 2), got ", frame_rate);
   transformer_options().validate();
 }
 
@@ -229,8 +235,8 @@ std::string MimiConfig::to_string() const {
   std::ostringstream s;
   s << "MimiConfig(sampling_rate=" << sampling_rate << ", frame_rate=" << frame_rate
     << ", hidden_size=" << hidden_size << ", num_filters=" << num_filters
-    << ", num_hidden_layers=" << num_hidden_layers << ", num_attention_heads="
-    << num_attention_heads << ", sliding_window=" << sliding_window
+    << ", num_hidden_layers=" << num_hidden_layers
+    << ", num_attention_heads=" << num_attention_heads << ", sliding_window=" << sliding_window
     << ", num_quantizers=" << num_quantizers << " (" << num_semantic_quantizers
     << " semantic), codebook_size=" << codebook_size << ", codebook_dim=" << codebook_dim << ")";
   return s.str();
@@ -295,8 +301,8 @@ void Mimi::Impl::check_audio(const torch::Tensor& audio, const char* what, int64
   ALTO_CHECK(audio.defined() && audio.dim() == 3 && audio.size(1) == config.audio_channels &&
                  (batch <= 0 || audio.size(0) == batch) && audio.size(2) >= samples_min,
              what, ": audio must be [", expected_batch, ", ", config.audio_channels,
-             " channels, samples", samples_min > 0 ? " >= 1" : "", "] at ",
-             config.sampling_rate, " Hz, got ", audio.defined() ? shape_of(audio) : "undefined");
+             " channels, samples", samples_min > 0 ? " >= 1" : "", "] at ", config.sampling_rate,
+             " Hz, got ", audio.defined() ? shape_of(audio) : "undefined");
   ALTO_CHECK(audio.is_floating_point(), what, ": audio must be floating point, got ",
              audio.scalar_type());
   ALTO_CHECK(audio.numel() == 0 || torch::isfinite(audio).all().item<bool>(), what,
@@ -304,8 +310,10 @@ void Mimi::Impl::check_audio(const torch::Tensor& audio, const char* what, int64
 }
 
 int64_t Mimi::Impl::codebooks(const AudioEncodeOptions& o) const {
-  ALTO_CHECK(o.bandwidth == 0, "AudioEncodeOptions.bandwidth applies to EnCodec only; Mimi "
-             "takes num_quantizers, got bandwidth ", o.bandwidth);
+  ALTO_CHECK(o.bandwidth == 0,
+             "AudioEncodeOptions.bandwidth applies to EnCodec only; Mimi "
+             "takes num_quantizers, got bandwidth ",
+             o.bandwidth);
   const int64_t k = o.num_quantizers == 0 ? config.num_quantizers : o.num_quantizers;
   ALTO_CHECK(k >= config.num_semantic_quantizers && k <= config.num_quantizers,
              "AudioEncodeOptions.num_quantizers must be 0 (all) or in [",
@@ -393,8 +401,8 @@ AudioCodes Mimi::encode(const torch::Tensor& audio, const AudioEncodeOptions& op
 torch::Tensor Mimi::decode(const AudioCodes& codes) const { return decode(codes, nullptr); }
 
 torch::Tensor Mimi::decode(const AudioCodes& codes, Intermediates* intermediates) const {
-  tokenizers::check_codes(codes.codes, impl_->config.num_quantizers,
-                          impl_->config.codebook_size, "Mimi::decode: codes");
+  tokenizers::check_codes(codes.codes, impl_->config.num_quantizers, impl_->config.codebook_size,
+                          "Mimi::decode: codes");
   ALTO_CHECK(codes.codes.size(2) > 0, "Mimi::decode: codes must hold at least one frame, got ",
              shape_of(codes.codes));
   ALTO_CHECK(codes.num_samples >= 0, "Mimi::decode: num_samples must be >= 0, got ",
@@ -455,8 +463,8 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     impl_->check_audio(samples, "MimiStream::encode_step", batch_, 0);
     const MimiModelImpl& m = *impl_->model;
     torch::NoGradGuard no_grad;
-    torch::Tensor h = m.encoder->step(samples.to(impl_->options.device, impl_->options.dtype),
-                                      encoder_.seanet);
+    torch::Tensor h =
+        m.encoder->step(samples.to(impl_->options.device, impl_->options.dtype), encoder_.seanet);
     if (h.size(2) > 0) h = through(m.encoder_transformer, h, encoder_.transformer);
     if (h.size(2) > 0) h = m.downsample->step(h, encoder_.downsample);
     if (h.size(2) == 0)
@@ -480,8 +488,9 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     if (last.defined()) latent.push_back(last);
     const torch::Tensor frames = latent.empty() ? torch::Tensor() : torch::cat(latent, 2);
     if (!frames.defined() || frames.size(2) == 0)
-      return torch::empty({batch_, codebooks_, 0}, torch::TensorOptions().dtype(torch::kInt64).device(
-                                                       impl_->options.device));
+      return torch::empty(
+          {batch_, codebooks_, 0},
+          torch::TensorOptions().dtype(torch::kInt64).device(impl_->options.device));
     return m.quantizer->encode(frames, codebooks_);
   }
 
@@ -494,9 +503,9 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     const MimiModelImpl& m = *impl_->model;
     torch::NoGradGuard no_grad;
     if (codes.size(2) == 0)
-      return torch::empty({batch_, c.audio_channels, 0},
-                          torch::TensorOptions().dtype(torch::kFloat32).device(
-                              impl_->options.device));
+      return torch::empty(
+          {batch_, c.audio_channels, 0},
+          torch::TensorOptions().dtype(torch::kFloat32).device(impl_->options.device));
     torch::Tensor h = m.quantizer->decode(codes.to(impl_->options.device));
     h = m.upsample->step(h, decoder_.upsample);
     h = through(m.decoder_transformer, h, decoder_.transformer);

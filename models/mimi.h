@@ -109,7 +109,8 @@ class Mimi final : public tokenizers::AudioTokenizer {
   int64_t num_codebooks(const tokenizers::AudioEncodeOptions& options) const override;
 
   /// audio: float [batch, audio_channels, samples], samples >= 1 -> codes int64 [batch, K,
-  /// ceil(samples / hop_length())]: the last partial frame is padded as transformers pads it.
+  /// ceil(samples / hop_length())] on the model's device: the last partial frame is padded as
+  /// transformers pads it; num_samples = samples.
   tokenizers::AudioCodes encode(const torch::Tensor& audio,
                                 const tokenizers::AudioEncodeOptions& options = {}) const override;
   /// With `intermediates`: "encoder" (SEANet output), "encoder_transformer", "downsample" (the
@@ -118,12 +119,19 @@ class Mimi final : public tokenizers::AudioTokenizer {
                                 const tokenizers::AudioEncodeOptions& options,
                                 Intermediates* intermediates) const;
   /// codes.codes: int64 [batch, K, frames], 1 <= K <= num_codebooks(), ids in
-  /// [0, codebook_size) -> float32 [batch, audio_channels, frames * hop_length()].
+  /// [0, codebook_size) -> float32 [batch, audio_channels, frames * hop_length()], cut to
+  /// codes.num_samples when that is set (as transformers' forward cuts to the input length).
   torch::Tensor decode(const tokenizers::AudioCodes& codes) const override;
   /// With `intermediates`: "quantizer", "upsample", "decoder_transformer", channels-first.
   torch::Tensor decode(const tokenizers::AudioCodes& codes, Intermediates* intermediates) const;
 
   bool supports_streaming() const override { return true; }
+  /// A stream with explicit state for every convolution, both transformers' KV caches (bounded
+  /// by sliding_window), the downsample and the upsample. encode_step returns the codes of every
+  /// whole 1920-sample frame received; encode_flush pads the last partial frame as encode does.
+  /// decode_step returns hop_length() samples per frame and holds nothing back (decode_flush has
+  /// nothing to add). With WindowCache::kExact the codes and audio equal encode / decode for
+  /// any chunking.
   std::unique_ptr<tokenizers::AudioTokenizerStream> stream(
       const tokenizers::AudioEncodeOptions& options = {}, int64_t batch = 1) const override;
   std::unique_ptr<tokenizers::AudioTokenizerStream> stream(

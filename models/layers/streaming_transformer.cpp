@@ -24,14 +24,12 @@ class AttentionImpl : public torch::nn::Module {
   AttentionImpl(const StreamingTransformerOptions& o, const torch::TensorOptions& t)
       : q_proj(register_module("q_proj", Linear(o.hidden_size, o.num_attention_heads * o.head_dim,
                                                 o.attention_bias, t))),
-        k_proj(register_module("k_proj", Linear(o.hidden_size,
-                                                o.num_key_value_heads * o.head_dim,
+        k_proj(register_module("k_proj", Linear(o.hidden_size, o.num_key_value_heads * o.head_dim,
                                                 o.attention_bias, t))),
-        v_proj(register_module("v_proj", Linear(o.hidden_size,
-                                                o.num_key_value_heads * o.head_dim,
+        v_proj(register_module("v_proj", Linear(o.hidden_size, o.num_key_value_heads * o.head_dim,
                                                 o.attention_bias, t))),
-        o_proj(register_module("o_proj", Linear(o.num_attention_heads * o.head_dim,
-                                                o.hidden_size, o.attention_bias, t))) {}
+        o_proj(register_module("o_proj", Linear(o.num_attention_heads * o.head_dim, o.hidden_size,
+                                                o.attention_bias, t))) {}
 
   Linear q_proj, k_proj, v_proj, o_proj;
 };
@@ -54,8 +52,8 @@ class TransformerLayerImpl : public torch::nn::Module {
         mlp(register_module("mlp", Mlp(o, t))),
         input_layernorm(
             register_module("input_layernorm", LayerNorm(o.hidden_size, o.norm_eps, t))),
-        post_attention_layernorm(register_module("post_attention_layernorm",
-                                                 LayerNorm(o.hidden_size, o.norm_eps, t))),
+        post_attention_layernorm(
+            register_module("post_attention_layernorm", LayerNorm(o.hidden_size, o.norm_eps, t))),
         self_attn_layer_scale(
             register_module("self_attn_layer_scale", LayerScale(o.hidden_size, t))),
         mlp_layer_scale(register_module("mlp_layer_scale", LayerScale(o.hidden_size, t))) {}
@@ -106,19 +104,20 @@ torch::Tensor split_heads(const torch::Tensor& x, int64_t heads) {
 }  // namespace
 
 void StreamingTransformerOptions::validate() const {
-  for (const auto& [name, value] :
-       {std::pair{"hidden_size", hidden_size}, {"num_hidden_layers", num_hidden_layers},
-        {"num_attention_heads", num_attention_heads},
-        {"num_key_value_heads", num_key_value_heads}, {"head_dim", head_dim},
-        {"intermediate_size", intermediate_size}, {"sliding_window", sliding_window}})
+  for (const auto& [name, value] : {std::pair{"hidden_size", hidden_size},
+                                    {"num_hidden_layers", num_hidden_layers},
+                                    {"num_attention_heads", num_attention_heads},
+                                    {"num_key_value_heads", num_key_value_heads},
+                                    {"head_dim", head_dim},
+                                    {"intermediate_size", intermediate_size},
+                                    {"sliding_window", sliding_window}})
     ALTO_CHECK(value > 0, "StreamingTransformerOptions.", name, " must be positive, got ", value);
   ALTO_CHECK(head_dim % 2 == 0, "StreamingTransformerOptions.head_dim must be even for RoPE, got ",
              head_dim);
   ALTO_CHECK(num_attention_heads % num_key_value_heads == 0,
              "StreamingTransformerOptions.num_attention_heads (", num_attention_heads,
              ") must be a multiple of num_key_value_heads (", num_key_value_heads, ")");
-  ALTO_CHECK(norm_eps > 0, "StreamingTransformerOptions.norm_eps must be positive, got ",
-             norm_eps);
+  ALTO_CHECK(norm_eps > 0, "StreamingTransformerOptions.norm_eps must be positive, got ", norm_eps);
   ALTO_CHECK(rope_theta > 0, "StreamingTransformerOptions.rope_theta must be positive, got ",
              rope_theta);
 }
@@ -166,10 +165,10 @@ void StreamingTransformerImpl::prepare() {
     const AttentionImpl& attn = *layers->at<TransformerLayerImpl>(l).self_attn;
     qkv_weights_.push_back(
         torch::cat({attn.q_proj->weight, attn.k_proj->weight, attn.v_proj->weight}));
-    qkv_biases_.push_back(options_.attention_bias ? torch::cat({attn.q_proj->bias,
-                                                                attn.k_proj->bias,
-                                                                attn.v_proj->bias})
-                                                  : torch::Tensor());
+    qkv_biases_.push_back(
+        options_.attention_bias
+            ? torch::cat({attn.q_proj->bias, attn.k_proj->bias, attn.v_proj->bias})
+            : torch::Tensor());
   }
 }
 
@@ -232,8 +231,8 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
           // clone: the kept tail may overlap its destination at the buffer's front.
           const torch::Tensor tail = buffer->narrow(2, cache->stored - keep, keep).clone();
           if (grow)
-            *buffer = torch::zeros({batch, o.num_key_value_heads, capacity, o.head_dim},
-                                   tensor_options_);
+            *buffer =
+                torch::zeros({batch, o.num_key_value_heads, capacity, o.head_dim}, tensor_options_);
           buffer->narrow(2, 0, keep).copy_(tail);
         }
       }
@@ -278,10 +277,10 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
     const int64_t kv_width = o.num_key_value_heads * o.head_dim;
     const torch::Tensor q =
         rotate(split_heads(qkv.narrow(2, 0, q_width), o.num_attention_heads), cos, sin);
-    torch::Tensor k = rotate(split_heads(qkv.narrow(2, q_width, kv_width), o.num_key_value_heads),
-                             cos, sin);
-    torch::Tensor v = split_heads(qkv.narrow(2, q_width + kv_width, kv_width),
-                                  o.num_key_value_heads);
+    torch::Tensor k =
+        rotate(split_heads(qkv.narrow(2, q_width, kv_width), o.num_key_value_heads), cos, sin);
+    torch::Tensor v =
+        split_heads(qkv.narrow(2, q_width + kv_width, kv_width), o.num_key_value_heads);
     if (cache) {
       TransformerKVCache::Layer& buffers = cache->layers[l];
       buffers.key.narrow(2, write_at, time).copy_(k);

@@ -103,7 +103,7 @@ class StreamingTransformerImpl : public torch::nn::Module {
 
   StreamingTransformerOptions options_;
   torch::TensorOptions tensor_options_;
-  torch::Tensor inv_freq_;  // float32 [head_dim / 2], RoPE frequencies
+  torch::Tensor inv_freq_;                               // float32 [head_dim / 2], RoPE frequencies
   std::vector<torch::Tensor> qkv_weights_, qkv_biases_;  // per layer, from prepare()
 };
 TORCH_MODULE(StreamingTransformer);

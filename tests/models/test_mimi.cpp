@@ -28,12 +28,12 @@ using alto::models::Intermediates;
 using alto::models::Mimi;
 using alto::models::MimiConfig;
 using alto::models::MimiStreamOptions;
-using alto::tokenizers::AudioCodes;
-using alto::tokenizers::AudioEncodeOptions;
-using alto::tokenizers::AudioTokenizerStream;
 using alto::models::layers::StreamingTransformer;
 using alto::models::layers::WindowCache;
 using alto::test::GoldenModel;
+using alto::tokenizers::AudioCodes;
+using alto::tokenizers::AudioEncodeOptions;
+using alto::tokenizers::AudioTokenizerStream;
 
 namespace {
 
@@ -119,8 +119,7 @@ torch::Tensor run_steps(const StreamingTransformer& transformer, const torch::Te
 
 }  // namespace
 
-TEST_CASE("Mimi transformer matches transformers on the golden SEANet output",
-          "[codec][mimi]") {
+TEST_CASE("Mimi transformer matches transformers on the golden SEANet output", "[codec][mimi]") {
   const GoldenModel golden(kGolden);
   torch::NoGradGuard no_grad;
   const StreamingTransformer encoder = load_transformer(golden, "encoder_transformer");
@@ -169,14 +168,24 @@ TEST_CASE("Mimi transformer: sliding window beyond its length, exact and moshi's
   // The exact cache equals offline for any split, including steps larger than its slack.
   for (const auto& pieces : {std::vector<int64_t>(length, 1), random_split(length, 9, 11),
                              std::vector<int64_t>{length}, std::vector<int64_t>{300, 1, 276}}) {
-    alto::test::require_close(run_steps(transformer, x, pieces, WindowCache::kExact), offline,
-                              2e-6, 0.0, std::nullopt, "exact cache vs forward");
+    alto::test::require_close(run_steps(transformer, x, pieces, WindowCache::kExact), offline, 2e-6,
+                              0.0, std::nullopt, "exact cache vs forward");
   }
+  // The buffers stay bounded by the window (plus a fixed slack) however long the stream.
+  auto cache = transformer->init_cache(1);
+  const int64_t capacity = cache.layers.front().key.size(2);
+  CHECK(capacity < 2 * window);
+  for (int64_t i = 0; i + 2 <= length; i += 2)
+    transformer->step(x.narrow(0, 0, 1).narrow(1, i, 2), cache);
+  CHECK(cache.layers.front().key.size(2) == capacity);
+  CHECK(cache.position == length - length % 2);
+  CHECK(cache.stored <= capacity);
+
   // moshi's ring with one position per step is exact too; with two, the first query of a
   // step loses its oldest key once the ring is full, so only the part before that matches.
   alto::test::require_close(
-      run_steps(transformer, x, std::vector<int64_t>(length, 1), WindowCache::kMoshiRing),
-      offline, 2e-6, 0.0, std::nullopt, "ring, 1 per step");
+      run_steps(transformer, x, std::vector<int64_t>(length, 1), WindowCache::kMoshiRing), offline,
+      2e-6, 0.0, std::nullopt, "ring, 1 per step");
   std::vector<int64_t> pairs(length / 2, 2);
   pairs.push_back(length % 2);
   const torch::Tensor ring = run_steps(transformer, x, pairs, WindowCache::kMoshiRing);
@@ -256,8 +265,8 @@ TEST_CASE("Mimi pads the last partial frame as transformers does", "[codec][mimi
   golden.require_matches(frames.narrow(2, 0, input.size(2)), "ragged_audio_values");
 
   SECTION("a stream pads the last partial frame in encode_flush") {
-    for (const auto& pieces : {uniform(input.size(2), model->hop_length()),
-                               random_split(input.size(2), 3000, 9)}) {
+    for (const auto& pieces :
+         {uniform(input.size(2), model->hop_length()), random_split(input.size(2), 3000, 9)}) {
       auto stream = model->stream();
       const torch::Tensor head = stream_encode(*stream, input, pieces);
       CHECK(head.size(2) == input.size(2) / model->hop_length());
@@ -298,17 +307,26 @@ TEST_CASE("Mimi streaming equals offline and moshi's streaming", "[codec][mimi]"
     CHECK(torch::equal(codes, golden.tensor("audio_codes")));
   }
   SECTION("any chunking gives the same codes and audio") {
-    for (const auto& pieces : {uniform(input.size(2), 1000), uniform(input.size(2), 777),
-                               random_split(input.size(2), 5000, 1),
-                               std::vector<int64_t>{1, 0, 2, 36477}}) {
+    for (const auto& pieces :
+         {uniform(input.size(2), 1000), uniform(input.size(2), 777),
+          random_split(input.size(2), 5000, 1), std::vector<int64_t>{1, 0, 2, 36477}}) {
       stream->reset();
       golden.require_matches(stream_encode(*stream, input, pieces), "streaming_audio_codes");
     }
-    for (const auto& pieces : {uniform(codes.size(2), 3), random_split(codes.size(2), 4, 2),
-                               std::vector<int64_t>{19}}) {
+    for (const auto& pieces :
+         {uniform(codes.size(2), 3), random_split(codes.size(2), 4, 2), std::vector<int64_t>{19}}) {
       stream->reset();
       golden.require_matches(stream_decode(*stream, codes, pieces), "streaming_audio_values");
     }
+  }
+  SECTION("a batch of streams equals each stream") {
+    const torch::Tensor pair = torch::cat({input, input.flip(2) * 0.5}, 0);
+    auto batch = model->stream({}, 2);
+    const torch::Tensor batch_codes = stream_encode(*batch, pair, uniform(pair.size(2), 3001));
+    CHECK(torch::equal(batch_codes.narrow(0, 0, 1), codes));
+    CHECK(torch::equal(batch_codes.narrow(0, 1, 1), model->encode(pair.narrow(0, 1, 1)).codes));
+    const torch::Tensor audio = stream_decode(*batch, batch_codes, uniform(codes.size(2), 2));
+    golden.require_matches(audio.narrow(0, 0, 1), "streaming_audio_values");
   }
   SECTION("num_quantizers applies to the stream") {
     AudioEncodeOptions four;
@@ -432,8 +450,8 @@ TEST_CASE("Mimi checkpoint folder errors", "[codec][mimi]") {
                     Contains("config.json") && Contains("num_semantic_quantizers"));
 
   // transformers' defaults fill absent keys (the kyutai/mimi configuration).
-  const std::string defaults = write_config(alto::test::temp_path("mimi-defaults"),
-                                            nlohmann::json{{"model_type", "mimi"}});
+  const std::string defaults =
+      write_config(alto::test::temp_path("mimi-defaults"), nlohmann::json{{"model_type", "mimi"}});
   const MimiConfig d = MimiConfig::from_json(defaults);
   CHECK(d.hidden_size == 512);
   CHECK(d.num_quantizers == 32);
