@@ -359,6 +359,10 @@ Mimi::Mimi(const MimiConfig& config, const SafetensorsCheckpoint& checkpoint,
            const LoadOptions& options)
     : AudioTokenizer(options) {
   options.validate();
+  ALTO_CHECK_AS(Unsupported, options.dtype == torch::kFloat32 || !options.device.is_cpu(),
+                "Mimi: ", dtype_name(options.dtype),
+                " on CPU is not supported (libtorch's CPU kernels lack it for transposed and "
+                "replicate-padded convolutions); load in float32");
   config.validate();
   auto impl = std::make_shared<Impl>(config, options);
   CheckpointBinder binder(checkpoint, options, "Mimi (" + config.to_string() + ")");

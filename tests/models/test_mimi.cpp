@@ -478,3 +478,11 @@ TEST_CASE("Mimi checkpoint folder errors", "[codec][mimi]") {
           Contains("unexpected: decoder.extra [2]") &&
           Contains("mis-shaped: upsample.conv.weight: expected [32, 1, 4], found [32, 1, 3]"));
 }
+
+TEST_CASE("Mimi refuses reduced precision on CPU", "[codec][mimi]") {
+  const GoldenModel golden(kGolden);
+  alto::models::LoadOptions bf16;
+  bf16.dtype = torch::kBFloat16;
+  CHECK_THROWS_AS(Mimi::from_pretrained(golden.dir(), bf16), alto::Unsupported);
+  CHECK_THROWS_WITH(Mimi::from_pretrained(golden.dir(), bf16), Catch::Contains("bfloat16"));
+}
