@@ -113,3 +113,25 @@ TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]"
                  1),
              Contains("[chunks, batch, K, frames]"));
 }
+
+TEST_CASE("alto encode / decode reproduce the golden Mimi outputs", "[cli][codec][mimi]") {
+  const alto::test::GoldenModel golden("mimi-tiny-random");
+  for (const bool stream : {false, true}) {
+    for (const std::string quantizers : {"", "4"}) {
+      INFO("num_quantizers '" << quantizers << "'" << (stream ? " --stream" : ""));
+      const std::string suffix = quantizers.empty() ? "" : "_nq4";
+      const std::string flags = " --model " + golden.dir() + (stream ? " --stream" : "");
+      const std::string tag = "mimi" + suffix + (stream ? "-stream" : "");
+      const std::string codes_path = alto::test::temp_path(tag + "-codes.safetensors");
+      run("--threads 1 encode" + flags + " " + golden.dir() + "/input.wav" +
+          (quantizers.empty() ? "" : " --num-quantizers " + quantizers) + " -o " + codes_path);
+      const alto::SafetensorsFile codes(codes_path);
+      CHECK(torch::equal(codes.tensor("codes"), golden.tensor("audio_codes" + suffix)));
+      CHECK(codes.metadata().at("model_type") == "mimi");
+      const std::string audio_path = alto::test::temp_path(tag + "-audio.safetensors");
+      run("--threads 1 decode" + flags + " " + codes_path + " -o " + audio_path);
+      golden.require_matches(alto::SafetensorsFile(audio_path).tensor("audio"),
+                             "audio_values" + suffix);
+    }
+  }
+}
