@@ -159,6 +159,51 @@ class SEANetResnetBlock(torch.nn.Module):
         return self.shortcut(x) + y
 
 
+class LSTM(torch.nn.Module):
+    """EncodecLSTM: a stacked LSTM over time with a residual connection, channels-first I/O."""
+
+    def __init__(self, dim, layers):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(dim, dim, layers)
+
+    def forward(self, x):
+        x = x.permute(2, 0, 1)
+        return (self.lstm(x)[0] + x).permute(1, 2, 0)
+
+
+def seanet_layers(c, conv, tconv, encoder):
+    """The `layers` list of transformers' Encodec/Mimi SEANet encoder (audio -> hidden_size) or
+    decoder (hidden_size -> audio); an LSTM after the strided stack when c["num_lstm_layers"]
+    (EnCodec; Mimi has none). conv / tconv: keyword arguments of SConv1d / SConvTranspose1d."""
+    nf, ratios, lstm = c["num_filters"], c["upsampling_ratios"], c.get("num_lstm_layers", 0)
+
+    def resblocks(dim):
+        return [SEANetResnetBlock(dim, c["residual_kernel_size"], c["dilation_growth_rate"] ** j,
+                                  c["compress"], c["use_conv_shortcut"], conv)
+                for j in range(c["num_residual_layers"])]
+
+    if encoder:
+        layers = [SConv1d(c["audio_channels"], nf, c["kernel_size"], **conv)]
+        scale = 1
+        for ratio in reversed(ratios):
+            layers += resblocks(scale * nf)
+            layers += [torch.nn.ELU(), SConv1d(scale * nf, scale * nf * 2, 2 * ratio, ratio, **conv)]
+            scale *= 2
+        layers += [LSTM(scale * nf, lstm)] if lstm else []
+        layers += [torch.nn.ELU(), SConv1d(scale * nf, c["hidden_size"], c["last_kernel_size"], **conv)]
+        return torch.nn.ModuleList(layers)
+    scale = 2 ** len(ratios)
+    layers = [SConv1d(c["hidden_size"], scale * nf, c["kernel_size"], **conv)]
+    layers += [LSTM(scale * nf, lstm)] if lstm else []
+    for ratio in ratios:
+        layers += [torch.nn.ELU(),
+                   SConvTranspose1d(scale * nf, scale * nf // 2, 2 * ratio, ratio, **tconv)]
+        layers += resblocks(scale * nf // 2)
+        scale //= 2
+    layers += [torch.nn.ELU(), SConv1d(nf, c["audio_channels"], c["last_kernel_size"], **conv)]
+    return torch.nn.ModuleList(layers)
+
+
 def set_streaming(module, on):
     """Gives every streaming-capable submodule fresh state (on) or none (offline)."""
     for m in module.modules():

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from .common import SConv1d, SConvTranspose1d, SEANetResnetBlock, load_weights, read_config
+from .common import load_weights, read_config, seanet_layers
 
 DEFAULTS = dict(target_bandwidths=[1.5, 3.0, 6.0, 12.0, 24.0], sampling_rate=24000,
                 audio_channels=1, normalize=False, chunk_length_s=None, overlap=None,
@@ -16,18 +16,6 @@ DEFAULTS = dict(target_bandwidths=[1.5, 3.0, 6.0, 12.0, 24.0], sampling_rate=240
                 use_causal_conv=True, pad_mode="reflect", compress=2, num_lstm_layers=2,
                 trim_right_ratio=1.0, codebook_size=1024, codebook_dim=None,
                 use_conv_shortcut=True)
-
-
-class LSTM(torch.nn.Module):
-    """EncodecLSTM: a stacked LSTM over time with a residual connection, channels-first I/O."""
-
-    def __init__(self, dim, layers):
-        super().__init__()
-        self.lstm = torch.nn.LSTM(dim, dim, layers)
-
-    def forward(self, x):
-        x = x.permute(2, 0, 1)
-        return (self.lstm(x)[0] + x).permute(1, 2, 0)
 
 
 class Codebook(torch.nn.Module):
@@ -65,37 +53,12 @@ class Encodec(torch.nn.Module):
                     group_norm=c["norm_type"] == "time_group_norm")
         tconv = dict(causal=c["use_causal_conv"], trim_right_ratio=c["trim_right_ratio"],
                      group_norm=c["norm_type"] == "time_group_norm")
-        nf, ratios = c["num_filters"], c["upsampling_ratios"]
-
-        def resblocks(dim):
-            return [SEANetResnetBlock(dim, c["residual_kernel_size"], c["dilation_growth_rate"] ** j,
-                                      c["compress"], c["use_conv_shortcut"], conv)
-                    for j in range(c["num_residual_layers"])]
-
-        enc = [SConv1d(c["audio_channels"], nf, c["kernel_size"], **conv)]
-        scale = 1
-        for ratio in reversed(ratios):
-            enc += resblocks(scale * nf)
-            enc += [torch.nn.ELU(), SConv1d(scale * nf, scale * nf * 2, 2 * ratio, ratio, **conv)]
-            scale *= 2
-        enc += [LSTM(scale * nf, c["num_lstm_layers"]), torch.nn.ELU(),
-                SConv1d(scale * nf, c["hidden_size"], c["last_kernel_size"], **conv)]
         self.encoder = torch.nn.Module()
-        self.encoder.layers = torch.nn.ModuleList(enc)
-
-        scale = 2 ** len(ratios)
-        dec = [SConv1d(c["hidden_size"], scale * nf, c["kernel_size"], **conv),
-               LSTM(scale * nf, c["num_lstm_layers"])]
-        for ratio in ratios:
-            dec += [torch.nn.ELU(),
-                    SConvTranspose1d(scale * nf, scale * nf // 2, 2 * ratio, ratio, **tconv)]
-            dec += resblocks(scale * nf // 2)
-            scale //= 2
-        dec += [torch.nn.ELU(), SConv1d(nf, c["audio_channels"], c["last_kernel_size"], **conv)]
+        self.encoder.layers = seanet_layers(c, conv, tconv, encoder=True)
         self.decoder = torch.nn.Module()
-        self.decoder.layers = torch.nn.ModuleList(dec)
+        self.decoder.layers = seanet_layers(c, conv, tconv, encoder=False)
 
-        hop = math.prod(ratios)
+        hop = math.prod(c["upsampling_ratios"])
         self.frame_rate = math.ceil(c["sampling_rate"] / hop)
         self.num_quantizers = int(1000 * c["target_bandwidths"][-1] // (self.frame_rate * 10))
         dim = c["codebook_dim"] or c["hidden_size"]

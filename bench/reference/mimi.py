@@ -14,8 +14,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import (SConv1d, SConvTranspose1d, SEANetResnetBlock, load_weights, read_config,
-                     set_streaming)
+from .common import SConv1d, SConvTranspose1d, load_weights, read_config, seanet_layers, set_streaming
 
 DEFAULTS = dict(sampling_rate=24000, frame_rate=12.5, audio_channels=1, hidden_size=512,
                 num_filters=64, num_residual_layers=1, upsampling_ratios=[8, 6, 5, 4],
@@ -193,22 +192,10 @@ class Mimi(torch.nn.Module):
         c = dict(DEFAULTS, **config)
         self.config = c
         conv = dict(causal=c["use_causal_conv"], pad_mode=c["pad_mode"])
-        nf, ratios = c["num_filters"], c["upsampling_ratios"]
-
-        def resblocks(dim):
-            return [SEANetResnetBlock(dim, c["residual_kernel_size"], c["dilation_growth_rate"] ** j,
-                                      c["compress"], c["use_conv_shortcut"], conv)
-                    for j in range(c["num_residual_layers"])]
-
-        enc = [SConv1d(c["audio_channels"], nf, c["kernel_size"], **conv)]
-        scale = 1
-        for ratio in reversed(ratios):
-            enc += resblocks(scale * nf)
-            enc += [torch.nn.ELU(), SConv1d(scale * nf, scale * nf * 2, 2 * ratio, ratio, **conv)]
-            scale *= 2
-        enc += [torch.nn.ELU(), SConv1d(scale * nf, c["hidden_size"], c["last_kernel_size"], **conv)]
+        tconv = dict(causal=c["use_causal_conv"], trim_right_ratio=c["trim_right_ratio"])
+        ratios = c["upsampling_ratios"]
         self.encoder = torch.nn.Module()
-        self.encoder.layers = torch.nn.ModuleList(enc)
+        self.encoder.layers = seanet_layers(c, conv, tconv, encoder=True)
         self.encoder_transformer = Transformer(c)
 
         self.hop = math.prod(ratios) * 2  # 1920 at 24 kHz: the 25 Hz encoder rate halved
@@ -222,17 +209,8 @@ class Mimi(torch.nn.Module):
                                          trim_right_ratio=c["trim_right_ratio"])
         self.decoder_transformer = Transformer(c)
 
-        scale = 2 ** len(ratios)
-        dec = [SConv1d(d, scale * nf, c["kernel_size"], **conv)]
-        for ratio in ratios:
-            dec += [torch.nn.ELU(),
-                    SConvTranspose1d(scale * nf, scale * nf // 2, 2 * ratio, ratio,
-                                     causal=c["use_causal_conv"], trim_right_ratio=c["trim_right_ratio"])]
-            dec += resblocks(scale * nf // 2)
-            scale //= 2
-        dec += [torch.nn.ELU(), SConv1d(nf, c["audio_channels"], c["last_kernel_size"], **conv)]
         self.decoder = torch.nn.Module()
-        self.decoder.layers = torch.nn.ModuleList(dec)
+        self.decoder.layers = seanet_layers(c, conv, tconv, encoder=False)
 
         self.quantizer = torch.nn.Module()
         n_sem = c["num_semantic_quantizers"]
