@@ -34,8 +34,12 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../features/whisper_feature_extractor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../features/window.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/checkpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/encodec.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_decoding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_transcriber.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../streaming/streaming_feature_extractor.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/../streaming/streaming_feature_extractor.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/audio_tokenizer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/rvq.cpp)

@@ -21,6 +21,9 @@ struct AudioCodes {
   /// EnCodec with `normalize`: float32 [chunks, batch, 1, 1], one scale per chunk (transformers'
   /// `audio_scales`); undefined otherwise.
   torch::Tensor scales;
+  /// Samples of the (feature-extractor-padded) input these codes came from; decode truncates
+  /// its output to it, as transformers' decode does with the padding_mask. 0 = no truncation.
+  int64_t num_samples = 0;
 };
 
 /// Per-call choices; a value of 0 means "the model's own default".
@@ -93,6 +96,13 @@ class AudioTokenizerStream {
   /// codes: int64 [batch, K, t], any t >= 0 -> the audio samples float32 [batch, channels, n]
   /// those frames complete.
   virtual torch::Tensor decode_step(const torch::Tensor& codes) = 0;
+  /// Ends the input: the codes (int64 [batch, K, t]) of the last, partial frame the offline
+  /// encode pads to a whole frame, and of any frame the start-up padding still held back; then
+  /// the encoder side must be reset() before reuse. Default: an undefined tensor (nothing held).
+  virtual torch::Tensor encode_flush() { return {}; }
+  /// Ends the codes: audio (float32 [batch, channels, n]) still held back (a stream shorter
+  /// than the decoder's start-up padding). Default: an undefined tensor (nothing held).
+  virtual torch::Tensor decode_flush() { return {}; }
 };
 
 }  // namespace alto::tokenizers

@@ -1,0 +1,203 @@
+// EnCodec against transformers' EncodecModel / EncodecFeatureExtractor on the golden tiny
+// checkpoints (tests/data/models/encodec-*, copied from ../shared/golden/models; MANIFEST.md
+// there): codes exactly, scales, latents and audio at the stated tolerances; bad input; and the
+// causal model's stream against its offline pass.
+
+#include "alto/models/encodec.h"
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+
+#include "alto/core/error.h"
+#include "alto/core/safetensors.h"
+#include "models/golden_model.h"
+#include "test_util.h"
+
+using alto::models::Encodec;
+using alto::models::Intermediates;
+using alto::test::GoldenModel;
+using alto::tokenizers::AudioCodes;
+using alto::tokenizers::AudioEncodeOptions;
+using alto::tokenizers::AudioTokenizer;
+
+namespace {
+
+torch::Tensor find(const Intermediates& intermediates, const std::string& name) {
+  for (const auto& [key, value] : intermediates.tensors)
+    if (key == name) return value;
+  FAIL("no intermediate named " << name);
+  return {};
+}
+
+std::string bandwidth_name(double bw) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%.1f", bw);
+  return buffer;
+}
+
+void check_golden(const std::string& name, const std::vector<double>& bandwidths) {
+  INFO(name);
+  const GoldenModel golden(name);
+  const auto model = Encodec::from_pretrained(golden.dir());
+  const torch::Tensor audio = golden.tensor("audio").unsqueeze(0);
+
+  // The feature extractor's padding and mask.
+  torch::Tensor mask;
+  const torch::Tensor padded = model->pad_input(audio, &mask);
+  CHECK(torch::equal(padded, golden.tensor("input_values")));
+  CHECK(torch::equal(mask, golden.tensor("padding_mask").to(torch::kInt64)));
+
+  for (double bw : bandwidths) {
+    const std::string prefix = "bw_" + bandwidth_name(bw) + ".";
+    INFO("bandwidth " << bw);
+    AudioEncodeOptions options;
+    options.bandwidth = bw;
+    Intermediates inter;
+    const AudioCodes codes = model->encode(audio, options, &inter);
+    REQUIRE(codes.codes.sizes() == golden.tensor(prefix + "audio_codes").sizes());
+    CHECK(torch::equal(codes.codes, golden.tensor(prefix + "audio_codes")));
+    CHECK(model->num_codebooks(options) == codes.codes.size(2));
+    CHECK(codes.num_samples == padded.size(2));
+    golden.require_matches(find(inter, "encoder"), "encoder_output");
+    golden.require_matches(find(inter, "quantizer"), prefix + "quantized");
+    if (model->config().normalize) {
+      golden.require_matches(codes.scales, prefix + "audio_scales");
+    } else {
+      CHECK_FALSE(codes.scales.defined());
+    }
+    golden.require_matches(model->decode(codes), prefix + "audio_values");
+
+    // Decoding transformers' own codes and scales.
+    AudioCodes reference;
+    reference.codes = golden.tensor(prefix + "audio_codes");
+    if (model->config().normalize) reference.scales = golden.tensor(prefix + "audio_scales");
+    reference.num_samples = golden.tensor("padding_mask").size(1);
+    golden.require_matches(model->decode(reference), prefix + "audio_values");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("EnCodec 24 kHz matches transformers", "[codec][encodec]") {
+  check_golden("encodec-24khz-tiny-random", {1.5, 6.0});
+}
+
+TEST_CASE("EnCodec 24 kHz with parametrized weight norm matches transformers",
+          "[codec][encodec]") {
+  check_golden("encodec-24khz-tiny-random-parametrized", {1.5, 6.0});
+}
+
+TEST_CASE("EnCodec 48 kHz (normalize, chunking) matches transformers", "[codec][encodec]") {
+  check_golden("encodec-48khz-tiny-random", {3.0, 6.0});
+}
+
+TEST_CASE("EnCodec configuration and dispatch", "[codec][encodec]") {
+  const GoldenModel golden("encodec-24khz-tiny-random");
+  const auto tokenizer = AudioTokenizer::from_pretrained(golden.dir());
+  CHECK(tokenizer->model_type() == "encodec");
+  CHECK(tokenizer->sample_rate() == 24000);
+  CHECK(tokenizer->channels() == 1);
+  CHECK(tokenizer->frame_rate() == 75);
+  CHECK(tokenizer->hop_length() == 320);
+  CHECK(tokenizer->num_codebooks() == 32);
+  CHECK(tokenizer->codebook_size() == 64);
+  CHECK(tokenizer->num_codebooks({}) == 3);  // the first target bandwidth, 1.5 kbps
+  AudioEncodeOptions six;
+  six.bandwidth = 6.0;
+  CHECK(tokenizer->num_codebooks(six) == 13);
+  AudioEncodeOptions prefix;
+  prefix.num_quantizers = 5;
+  CHECK(tokenizer->num_codebooks(prefix) == 5);
+  CHECK(tokenizer->supports_streaming());
+  CHECK(six.to_string() == "AudioEncodeOptions(bandwidth=6, num_quantizers=0)");
+
+  const auto stereo = AudioTokenizer::from_pretrained(GoldenModel("encodec-48khz-tiny-random").dir());
+  CHECK(stereo->channels() == 2);
+  CHECK(stereo->frame_rate() == 150);
+  CHECK_FALSE(stereo->supports_streaming());
+  CHECK_THROWS_AS(stereo->stream(), alto::Unsupported);
+}
+
+TEST_CASE("EnCodec rejects bad input, naming it", "[codec][encodec]") {
+  const GoldenModel golden("encodec-24khz-tiny-random");
+  const auto model = Encodec::from_pretrained(golden.dir());
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(model->encode(torch::zeros({1, 2, 1000})),
+                    Contains("expected audio [batch, 1, samples]"));
+  CHECK_THROWS_WITH(model->encode(torch::zeros({1000})), Contains("expected audio"));
+  CHECK_THROWS_WITH(model->encode(torch::zeros({1, 1, 0})), Contains("no samples"));
+  torch::Tensor nan = torch::zeros({1, 1, 1000});
+  nan[0][0][10] = std::nan("");
+  CHECK_THROWS_WITH(model->encode(nan), Contains("NaN"));
+  CHECK_THROWS_WITH(model->encode(torch::zeros({1, 1, 1000}, torch::kInt64)),
+                    Contains("floating point"));
+  AudioEncodeOptions bad_bw;
+  bad_bw.bandwidth = 5.0;
+  CHECK_THROWS_WITH(model->encode(torch::zeros({1, 1, 1000}), bad_bw),
+                    Contains("bandwidth 5 kbps is not one of") && Contains("[1.5, 3, 6, 12, 24]"));
+  AudioEncodeOptions bad_nq;
+  bad_nq.num_quantizers = 33;
+  CHECK_THROWS_WITH(model->num_codebooks(bad_nq), Contains("num_quantizers must lie in [1, 32]"));
+
+  AudioCodes codes;
+  codes.codes = torch::zeros({1, 1, 3, 10}, torch::kInt64);
+  CHECK(model->decode(codes).sizes() == torch::IntArrayRef({1, 1, 3200}));
+  codes.codes = torch::zeros({1, 3, 10}, torch::kInt64);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("[chunks, batch, K, frames]"));
+  codes.codes = torch::zeros({1, 1, 33, 10}, torch::kInt64);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("1 <= K <= 32"));
+  codes.codes = torch::zeros({2, 1, 3, 10}, torch::kInt64);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("chunks = 1"));
+  codes.codes = torch::full({1, 1, 3, 10}, 64, torch::kInt64);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("[0, 64)"));
+  codes.codes = torch::full({1, 1, 3, 10}, -1, torch::kInt64);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("[0, 64)"));
+  codes.codes = torch::zeros({1, 1, 3, 10}, torch::kInt32);
+  CHECK_THROWS_WITH(model->decode(codes), Contains("int64"));
+  codes.codes = torch::zeros({1, 1, 3, 10}, torch::kInt64);
+  codes.scales = torch::ones({1, 1, 1, 1});
+  CHECK_THROWS_WITH(model->decode(codes), Contains("does not normalize"));
+
+  const auto stereo = Encodec::from_pretrained(GoldenModel("encodec-48khz-tiny-random").dir());
+  AudioCodes unscaled;
+  unscaled.codes = torch::zeros({2, 1, 3, 150}, torch::kInt64);
+  CHECK_THROWS_WITH(stereo->decode(unscaled), Contains("expected scales [2, 1, 1, 1]"));
+}
+
+TEST_CASE("EnCodec names the tensors a checkpoint lacks, adds or mis-shapes",
+          "[codec][encodec]") {
+  namespace fs = std::filesystem;
+  const GoldenModel golden("encodec-24khz-tiny-random");
+  const alto::SafetensorsCheckpoint good(golden.dir() + "/model.safetensors");
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& name : good.names()) tensors[name] = good.tensor(name).clone();
+  tensors.erase("quantizer.layers.5.codebook.embed");
+  tensors["encoder.layers.0.conv.bias"] = torch::zeros({5});
+  tensors["decoder.layers.99.conv.bias"] = torch::zeros({1});
+  const std::string dir = alto::test::temp_path("encodec-broken");
+  fs::create_directories(dir);
+  fs::copy_file(golden.dir() + "/config.json", dir + "/config.json",
+                fs::copy_options::overwrite_existing);
+  std::vector<std::pair<std::string, torch::Tensor>> ordered(tensors.begin(), tensors.end());
+  alto::save_safetensors(dir + "/model.safetensors", ordered, {});
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_AS(Encodec::from_pretrained(dir), alto::InvalidArgument);
+  CHECK_THROWS_WITH(Encodec::from_pretrained(dir),
+                    Contains("missing: quantizer.layers.5.codebook.embed") &&
+                        Contains("unexpected: decoder.layers.99.conv.bias") &&
+                        Contains("mis-shaped: encoder.layers.0.conv.bias"));
+
+  // Unknown architectures are named with their file.
+  const std::string other = alto::test::temp_path("not-a-codec");
+  fs::create_directories(other);
+  alto::test::write_bytes(other + "/config.json",
+                          std::vector<uint8_t>{'{', '"', 'm', 'o', 'd', 'e', 'l', '_', 't', 'y',
+                                               'p', 'e', '"', ':', '"', 'b', 'e', 'r', 't', '"',
+                                               '}'});
+  CHECK_THROWS_AS(AudioTokenizer::from_pretrained(other), alto::Unsupported);
+  CHECK_THROWS_WITH(AudioTokenizer::from_pretrained(other),
+                    Contains("model_type 'bert'") && Contains("config.json"));
+}

@@ -1,0 +1,46 @@
+#include "alto/tokenizers/audio_tokenizer.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "alto/core/error.h"
+#include "alto/core/internal/json_config.h"
+#include "alto/models/encodec.h"
+// Codec architectures register here, one include and one line in from_pretrained each.
+// mimi: #include "alto/models/mimi.h"
+// dac: #include "alto/models/dac.h"
+
+namespace alto::tokenizers {
+
+std::string AudioEncodeOptions::to_string() const {
+  std::ostringstream s;
+  s << "AudioEncodeOptions(bandwidth=" << bandwidth << ", num_quantizers=" << num_quantizers
+    << ")";
+  return s.str();
+}
+
+std::unique_ptr<AudioTokenizerStream> AudioTokenizer::stream(const AudioEncodeOptions&,
+                                                             int64_t) const {
+  throw Unsupported("the " + model_type() +
+                    " codec does not stream (only causal codecs do: Mimi, causal EnCodec)");
+}
+
+std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(
+    const std::string& dir, const models::LoadOptions& options) {
+  namespace fs = std::filesystem;
+  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "AudioTokenizer::from_pretrained: ", dir,
+                " is not a folder (expected a checkpoint folder with config.json and "
+                "model.safetensors)");
+  const std::string file = (fs::path(dir) / "config.json").string();
+  const detail::JsonConfig json = detail::JsonConfig::load(file);
+  json.require("model_type");
+  std::string model_type;
+  json.read("model_type", model_type);
+  if (model_type == "encodec") return models::Encodec::from_pretrained(dir, options);
+  // mimi: if (model_type == "mimi") return models::Mimi::from_pretrained(dir, options);
+  // dac: if (model_type == "dac") return models::Dac::from_pretrained(dir, options);
+  throw Unsupported(file + ": model_type '" + model_type +
+                    "' is not an audio codec alto supports (encodec, mimi, dac)");
+}
+
+}  // namespace alto::tokenizers
