@@ -11,5 +11,7 @@ void add_features_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
 void add_transcribe_command(CLI::App& app);
+void add_encode_command(CLI::App& app);
+void add_decode_command(CLI::App& app);
 
 }  // namespace alto::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   alto::cli::add_tokenize_command(app);
   alto::cli::add_embed_command(app);
   alto::cli::add_transcribe_command(app);
+  alto::cli::add_encode_command(app);
+  alto::cli::add_decode_command(app);
 
   try {
     app.parse(argc, argv);

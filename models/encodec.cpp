@@ -223,10 +223,11 @@ void Encodec::Impl::check_codes(const torch::Tensor& codes, int64_t max_chunks,
                                 const char* what) const {
   const int64_t k = config.num_quantizers();
   ALTO_CHECK(codes.defined() && codes.dim() == 4 && codes.scalar_type() == torch::kInt64 &&
-                 codes.size(0) >= 1 && codes.size(0) <= max_chunks && codes.size(2) >= 1 &&
-                 codes.size(2) <= k,
+                 codes.size(0) >= 1 && codes.size(0) <= max_chunks && codes.size(1) >= 1 &&
+                 codes.size(2) >= 1 && codes.size(2) <= k && codes.size(3) >= 1,
              what, ": expected int64 codes [chunks, batch, K, frames] with ",
-             max_chunks == 1 ? "chunks = 1" : "chunks >= 1", " and 1 <= K <= ", k, ", got ",
+             max_chunks == 1 ? "chunks = 1" : "chunks >= 1", ", 1 <= K <= ", k,
+             " and frames >= 1, got ",
              codes.defined() ? c10::toString(codes.scalar_type()) : "undefined", " ",
              shape_of(codes));
   if (codes.numel() == 0) return;

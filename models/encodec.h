@@ -3,6 +3,17 @@
 // Hub checkpoints unchanged: the 24 kHz causal mono model, the 48 kHz non-causal stereo model
 // with `normalize` and chunking (chunk_length_s / overlap, one scale per chunk, linear
 // overlap-add on decode), weight norm in either spelling. The causal model also streams.
+//
+// Streaming (stream()) gives the offline codes exactly and the offline audio to float rounding
+// (chunked LSTM and overlap-added transposed convolutions sum in another order), for any
+// chunking. Where it must differ in timing rather than values:
+// - transformers pads every causal convolution on the left by reflection (pad_mode "reflect"),
+//   which reads the first kernel-1 samples ahead; so the first codes wait for 7 samples and the
+//   first audio for 7 code frames (93 ms at 75 Hz), after which output is frame by frame;
+// - the offline pass pads the last, partial frame on the right (again by reflection); a stream
+//   cannot know a frame is the last, so that frame comes from encode_flush();
+// - offline decode truncates to AudioCodes::num_samples (transformers' padding_mask length);
+//   decode_step returns whole frames (frames * hop_length samples) and leaves that to the caller.
 
 #include <torch/types.h>
 

@@ -230,7 +230,9 @@ torch::Tensor StreamableConv1dImpl::flush(Conv1dStreamState& state) const {
     return forward(whole);
   }
   const int64_t extra = options_.extra_padding(state.input_length);
-  ALTO_CHECK_AS(Unsupported, options_.pad_mode != PadMode::kReflect || extra < state.pending.size(-1),
+  ALTO_CHECK_AS(Unsupported,
+                extra == 0 || options_.pad_mode != PadMode::kReflect ||
+                    extra < state.pending.size(-1),
                 "StreamableConv1d.flush: reflect padding of ", extra,
                 " samples needs more context than the stream keeps (", options_.to_string(), ")");
   torch::Tensor padded = pad(state.pending, 0, extra);
@@ -392,8 +394,7 @@ void SeanetOptions::validate() const {
              residual_kernel_size);
   ALTO_CHECK(dilation_growth_rate > 0, "SeanetOptions.dilation_growth_rate must be > 0, got ",
              dilation_growth_rate);
-  ALTO_CHECK(compress > 0 && num_filters % compress == 0,
-             "SeanetOptions.compress must be > 0 and divide num_filters, got ", compress);
+  ALTO_CHECK(compress > 0, "SeanetOptions.compress must be > 0, got ", compress);
   ALTO_CHECK(num_lstm_layers >= 0, "SeanetOptions.num_lstm_layers must be >= 0, got ",
              num_lstm_layers);
   ALTO_CHECK(trim_right_ratio >= 0 && trim_right_ratio <= 1,

@@ -13,6 +13,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
+#include "features/golden.h"
 #include "models/golden_model.h"
 #include "test_util.h"
 
@@ -200,4 +201,89 @@ TEST_CASE("EnCodec names the tensors a checkpoint lacks, adds or mis-shapes",
   CHECK_THROWS_AS(AudioTokenizer::from_pretrained(other), alto::Unsupported);
   CHECK_THROWS_WITH(AudioTokenizer::from_pretrained(other),
                     Contains("model_type 'bert'") && Contains("config.json"));
+}
+
+namespace {
+
+// Feeds `audio` [1, C, n] through encode_step in chunks of the given sizes (cycled), then
+// encode_flush; returns the concatenated codes.
+torch::Tensor stream_encode(alto::tokenizers::AudioTokenizerStream& stream,
+                            const torch::Tensor& audio, const std::vector<int64_t>& sizes) {
+  std::vector<torch::Tensor> parts;
+  int64_t offset = 0;
+  for (size_t i = 0; offset < audio.size(2); ++i) {
+    const int64_t n = std::min(sizes[i % sizes.size()], audio.size(2) - offset);
+    parts.push_back(stream.encode_step(audio.narrow(2, offset, n)));
+    offset += n;
+  }
+  parts.push_back(stream.encode_flush());
+  return torch::cat(parts, 2);
+}
+
+torch::Tensor stream_decode(alto::tokenizers::AudioTokenizerStream& stream,
+                            const torch::Tensor& codes, const std::vector<int64_t>& sizes) {
+  std::vector<torch::Tensor> parts;
+  int64_t offset = 0;
+  for (size_t i = 0; offset < codes.size(2); ++i) {
+    const int64_t n = std::min(sizes[i % sizes.size()], codes.size(2) - offset);
+    parts.push_back(stream.decode_step(codes.narrow(2, offset, n)));
+    offset += n;
+  }
+  parts.push_back(stream.decode_flush());
+  return torch::cat(parts, 2);
+}
+
+}  // namespace
+
+TEST_CASE("EnCodec 24 kHz streams exactly like its offline pass", "[codec][encodec][streaming]") {
+  const GoldenModel golden("encodec-24khz-tiny-random");
+  const auto model = Encodec::from_pretrained(golden.dir());
+  // 31200 samples: 97.5 frames, so the last frame is completed by encode_flush.
+  const torch::Tensor audio = golden.tensor("audio").unsqueeze(0);
+  AudioEncodeOptions options;
+  options.bandwidth = 6.0;
+  const torch::Tensor offline = golden.tensor("bw_6.0.audio_codes")[0];
+  AudioCodes whole;
+  whole.codes = offline.unsqueeze(0);
+  const torch::Tensor offline_audio = model->decode(whole);  // untruncated: 98 * 320 samples
+  const double atol = golden.tolerance("bw_6.0.audio_values");
+
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> sample_sizes(1, 3000), frame_sizes(1, 9);
+  std::vector<int64_t> random_samples(64), random_frames(64);
+  for (auto& n : random_samples) n = sample_sizes(rng);
+  for (auto& n : random_frames) n = frame_sizes(rng);
+
+  auto stream = model->stream(options);
+  for (const auto& sizes : std::vector<std::vector<int64_t>>{
+           {320}, {1000}, {4321}, {31200}, {37}, random_samples}) {
+    INFO("encode chunk sizes " << sizes[0] << (sizes.size() > 1 ? ", ..." : ""));
+    stream->reset();
+    const torch::Tensor codes = stream_encode(*stream, audio, sizes);
+    CHECK(torch::equal(codes, offline));
+  }
+  for (const auto& sizes :
+       std::vector<std::vector<int64_t>>{{1}, {3}, {98}, {5, 1, 2}, random_frames}) {
+    INFO("decode chunk sizes " << sizes[0] << (sizes.size() > 1 ? ", ..." : ""));
+    stream->reset();
+    const torch::Tensor streamed = stream_decode(*stream, offline, sizes);
+    REQUIRE(streamed.sizes() == offline_audio.sizes());
+    alto::test::require_close(streamed, offline_audio, atol, 0, std::nullopt, "streamed audio");
+  }
+
+  // Streams shorter than the start-up padding come out of the flush alone.
+  stream->reset();
+  const torch::Tensor short_audio = audio.narrow(2, 0, 5);
+  AudioCodes short_offline = model->encode(short_audio, options);
+  CHECK(torch::equal(stream_encode(*stream, short_audio, {2}), short_offline.codes[0]));
+  stream->reset();
+  short_offline.num_samples = 0;
+  alto::test::require_close(stream_decode(*stream, short_offline.codes[0], {1}),
+                            model->decode(short_offline), atol, 0, std::nullopt,
+                            "short streamed audio");
+
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(stream->encode_step(torch::zeros({2, 1, 100})), Contains("expected batch 1"));
+  CHECK_THROWS_WITH(stream->decode_step(torch::full({1, 13, 2}, 64, torch::kInt64)),
+                    Contains("[0, 64)"));
 }

@@ -1,0 +1,208 @@
+// alto encode --model DIR IN -o OUT.safetensors [--bandwidth KBPS] [--num-quantizers N] [--stream]
+// alto decode --model DIR CODES.safetensors -o OUT.wav|OUT.safetensors [--stream]
+//
+// Any codec AudioTokenizer::from_pretrained knows (EnCodec, Mimi, DAC); the codes file holds
+// `codes` int64 in the layout transformers returns as audio_codes, `scales` when the codec
+// normalises, and metadata naming the model, its rates and the input length.
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "alto/audio/load.h"
+#include "alto/audio/save.h"
+#include "alto/core/audio_tensor.h"
+#include "alto/core/error.h"
+#include "alto/core/safetensors.h"
+#include "alto/tokenizers/audio_tokenizer.h"
+#include "commands.h"
+
+namespace alto::cli {
+
+namespace {
+
+using tokenizers::AudioCodes;
+using tokenizers::AudioTokenizer;
+
+struct CodecArgs {
+  std::string model, device = "cpu", dtype = "float32", input, output;
+  double bandwidth = 0;
+  int64_t num_quantizers = 0;
+  bool stream = false;
+
+  std::shared_ptr<const AudioTokenizer> load() const {
+    models::LoadOptions o;
+    o.device = models::parse_device(device);
+    o.dtype = models::parse_dtype(dtype);
+    return AudioTokenizer::from_pretrained(model, o);
+  }
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// EnCodec's codes carry a leading chunk axis ([chunks, batch, K, T]); Mimi's and DAC's do not.
+bool chunked_layout(const AudioTokenizer& codec) { return codec.model_type() == "encodec"; }
+
+// Samples streamed per step: about 80 ms, a whole number of frames.
+int64_t stream_chunk(const AudioTokenizer& codec) {
+  const int64_t frames = std::max<int64_t>(1, codec.sample_rate() * 2 / 25 / codec.hop_length());
+  return frames * codec.hop_length();
+}
+
+// [1, channels, n] at the codec's rate: resampled by alto's loader; channels remixed to the
+// codec's (a mono codec takes the mean of all channels, a stereo one a mono file twice).
+torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
+  alto::LoadOptions load;
+  load.sample_rate = static_cast<int>(codec.sample_rate());
+  load.mono = codec.channels() == 1;
+  torch::Tensor audio = to_tensor(load_audio(path, load));
+  if (audio.size(0) == 1 && codec.channels() > 1) audio = audio.expand({codec.channels(), -1});
+  ALTO_CHECK(audio.size(0) == codec.channels(), path, " has ", audio.size(0),
+             " channels; the ", codec.model_type(), " model takes ", codec.channels());
+  return audio.unsqueeze(0).contiguous();
+}
+
+void run_encode(const CodecArgs& a) {
+  ALTO_CHECK(ends_with(a.output, ".safetensors"), "alto encode writes -o OUT.safetensors, got ",
+             a.output);
+  const auto codec = a.load();
+  tokenizers::AudioEncodeOptions options;
+  options.bandwidth = a.bandwidth;
+  options.num_quantizers = a.num_quantizers;
+  const int64_t codebooks = codec->num_codebooks(options);  // validates the options first
+  const torch::Tensor audio = load_for(*codec, a.input);
+  AudioCodes codes;
+  if (a.stream) {
+    auto stream = codec->stream(options);
+    std::vector<torch::Tensor> parts;
+    const int64_t chunk = stream_chunk(*codec);
+    for (int64_t offset = 0; offset < audio.size(2); offset += chunk)
+      parts.push_back(
+          stream->encode_step(audio.narrow(2, offset, std::min(chunk, audio.size(2) - offset))));
+    if (torch::Tensor last = stream->encode_flush(); last.defined()) parts.push_back(last);
+    codes.codes = torch::cat(parts, 2);
+    if (chunked_layout(*codec)) codes.codes = codes.codes.unsqueeze(0);
+    codes.num_samples = audio.size(2);
+  } else {
+    codes = codec->encode(audio, options);
+  }
+  std::vector<std::pair<std::string, torch::Tensor>> tensors = {
+      {"codes", codes.codes.to(torch::kCPU, torch::kInt64).contiguous()}};
+  if (codes.scales.defined())
+    tensors.emplace_back("scales", codes.scales.to(torch::kCPU, torch::kFloat32).contiguous());
+  save_safetensors(a.output, tensors,
+                   {{"model", a.model},
+                    {"model_type", codec->model_type()},
+                    {"sample_rate", std::to_string(codec->sample_rate())},
+                    {"frame_rate", std::to_string(codec->frame_rate())},
+                    {"channels", std::to_string(codec->channels())},
+                    {"num_codebooks", std::to_string(codebooks)},
+                    {"num_samples", std::to_string(codes.num_samples)},
+                    {"input", a.input},
+                    {"producer", std::string("alto encode") + (a.stream ? " --stream" : "")}});
+}
+
+void run_decode(const CodecArgs& a) {
+  const bool wav = ends_with(a.output, ".wav");
+  ALTO_CHECK(wav || ends_with(a.output, ".safetensors"),
+             "alto decode writes -o OUT.wav or OUT.safetensors, got ", a.output);
+  const auto codec = a.load();
+  const SafetensorsFile file(a.input);
+  ALTO_CHECK(file.contains("codes"), a.input, ": no tensor 'codes' (write it with alto encode)");
+  AudioCodes codes;
+  codes.codes = file.tensor("codes");
+  ALTO_CHECK(codes.codes.scalar_type() == torch::kInt64, a.input,
+             ": tensor 'codes' must be int64, got ", codes.codes.scalar_type());
+  if (file.contains("scales")) codes.scales = file.tensor("scales").to(torch::kFloat32);
+  if (auto it = file.metadata().find("num_samples"); it != file.metadata().end()) {
+    try {
+      codes.num_samples = std::stoll(it->second);
+    } catch (const std::exception&) {
+      throw InvalidArgument(a.input + ": metadata num_samples '" + it->second +
+                            "' is not an integer");
+    }
+  }
+  torch::Tensor audio;
+  if (a.stream) {
+    const bool chunked = chunked_layout(*codec);
+    ALTO_CHECK(!chunked || (codes.codes.dim() == 4 && codes.codes.size(0) == 1), a.input,
+               ": streaming decode takes codes [1, batch, K, frames] (one chunk), got ",
+               codes.codes.sizes());
+    ALTO_CHECK(!codes.scales.defined(), a.input,
+               ": codes with scales come from a normalising model, which does not stream");
+    const torch::Tensor frames = chunked ? codes.codes[0] : codes.codes;
+    auto stream = codec->stream({}, frames.dim() == 3 ? frames.size(0) : 1);
+    std::vector<torch::Tensor> parts;
+    const int64_t step = stream_chunk(*codec) / codec->hop_length();
+    for (int64_t offset = 0; offset < frames.size(-1); offset += step)
+      parts.push_back(stream->decode_step(
+          frames.narrow(-1, offset, std::min(step, frames.size(-1) - offset))));
+    if (torch::Tensor last = stream->decode_flush(); last.defined()) parts.push_back(last);
+    audio = torch::cat(parts, 2);
+    if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
+      audio = audio.narrow(2, 0, codes.num_samples);
+  } else {
+    audio = codec->decode(codes);
+  }
+  audio = audio.to(torch::kCPU, torch::kFloat32).contiguous();
+  if (wav) {
+    ALTO_CHECK(audio.size(0) == 1, "alto decode writes one waveform to a .wav; the codes hold ",
+               audio.size(0), " (use .safetensors)");
+    SaveFormat format;
+    format.encoding = SampleEncoding::kFloat32;
+    save_audio(a.output, audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
+               format);
+  } else {
+    save_safetensors(a.output, {{"audio", audio}},
+                     {{"model", a.model},
+                      {"model_type", codec->model_type()},
+                      {"sample_rate", std::to_string(codec->sample_rate())},
+                      {"input", a.input},
+                      {"producer", std::string("alto decode") + (a.stream ? " --stream" : "")}});
+  }
+}
+
+void add_model_options(CLI::App* cmd, CodecArgs& a) {
+  cmd->add_option("--model", a.model,
+                  "Codec checkpoint folder (config.json, model.safetensors): EnCodec, Mimi, DAC")
+      ->required();
+  cmd->add_option("--device", a.device, "cpu, cuda or cuda:N (default cpu)");
+  cmd->add_option("--dtype", a.dtype, "float32, float16 (CUDA) or bfloat16 (default float32)");
+  cmd->add_flag("--stream", a.stream, "Run the frame-by-frame streaming path (same output)");
+}
+
+}  // namespace
+
+void add_encode_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("encode", "Audio to codec codes (EnCodec, Mimi, DAC)");
+  auto a = std::make_shared<CodecArgs>();
+  add_model_options(cmd, *a);
+  cmd->add_option("input", a->input,
+                  "Audio file (any format; resampled and remixed to the codec's rate and channels)")
+      ->required();
+  cmd->add_option("-o,--output", a->output,
+                  "Output .safetensors: codes int64 (transformers' audio_codes layout), scales")
+      ->required();
+  cmd->add_option("--bandwidth", a->bandwidth,
+                  "EnCodec target bandwidth in kbps (default: the model's smallest)");
+  cmd->add_option("--num-quantizers", a->num_quantizers,
+                  "Codebooks to keep, a prefix (Mimi, DAC; default all)");
+  cmd->callback([a] { run_encode(*a); });
+}
+
+void add_decode_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("decode", "Codec codes back to audio (EnCodec, Mimi, DAC)");
+  auto a = std::make_shared<CodecArgs>();
+  add_model_options(cmd, *a);
+  cmd->add_option("input", a->input, "Codes .safetensors written by alto encode")->required();
+  cmd->add_option("-o,--output", a->output,
+                  "Output .wav (float32) or .safetensors (tensor audio float32 [1, C, N])")
+      ->required();
+  cmd->callback([a] { run_decode(*a); });
+}
+
+}  // namespace alto::cli

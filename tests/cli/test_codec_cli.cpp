@@ -1,0 +1,115 @@
+// alto encode / alto decode on the golden EnCodec folders' input.wav, offline and --stream,
+// driven as a user would.
+
+#include <torch/torch.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstdio>
+
+#include "alto/audio/load.h"
+#include "alto/core/audio_tensor.h"
+#include "alto/core/safetensors.h"
+#include "features/golden.h"
+#include "models/golden_model.h"
+#include "test_util.h"
+
+namespace {
+
+// stdout and stderr of `alto ARGS`; REQUIREs exit status `status`.
+std::string run(const std::string& args, int status = 0) {
+  const std::string command = std::string(ALTO_CLI_PATH) + " " + args + " 2>&1";
+  INFO(command);
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe);
+  std::string out;
+  std::array<char, 4096> buffer;
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
+  const int rc = pclose(pipe);
+  INFO(out);
+  REQUIRE(WEXITSTATUS(rc) == status);
+  return out;
+}
+
+void check_folder(const std::string& name, const std::string& bandwidth, bool stream) {
+  INFO(name << " at " << bandwidth << " kbps" << (stream ? " --stream" : ""));
+  const alto::test::GoldenModel golden(name);
+  const std::string prefix = "bw_" + bandwidth + ".";
+  const std::string flags = " --model " + golden.dir() + (stream ? " --stream" : "");
+  const std::string tag = name + "-" + bandwidth + (stream ? "-stream" : "");
+  const std::string codes_path = alto::test::temp_path(tag + "-codes.safetensors");
+  run("--threads 1 encode" + flags + " " + golden.dir() + "/input.wav --bandwidth " + bandwidth +
+      " -o " + codes_path);
+  const alto::SafetensorsFile codes(codes_path);
+  CHECK(codes.tensor("codes").scalar_type() == torch::kInt64);
+  CHECK(torch::equal(codes.tensor("codes"), golden.tensor(prefix + "audio_codes")));
+  CHECK(codes.metadata().at("model_type") == "encodec");
+  CHECK(codes.metadata().at("num_samples") ==
+        std::to_string(golden.tensor("padding_mask").size(1)));
+  if (codes.contains("scales"))
+    golden.require_matches(codes.tensor("scales"), prefix + "audio_scales");
+
+  const std::string audio_path = alto::test::temp_path(tag + "-audio.safetensors");
+  run("--threads 1 decode" + flags + " " + codes_path + " -o " + audio_path);
+  golden.require_matches(alto::SafetensorsFile(audio_path).tensor("audio"),
+                         prefix + "audio_values");
+
+  const std::string wav_path = alto::test::temp_path(tag + "-audio.wav");
+  run("--threads 1 decode" + flags + " " + codes_path + " -o " + wav_path);
+  const torch::Tensor wav = alto::to_tensor(alto::load_audio(wav_path)).unsqueeze(0);
+  golden.require_matches(wav, prefix + "audio_values");
+}
+
+}  // namespace
+
+TEST_CASE("alto encode / decode reproduce the golden EnCodec outputs", "[cli][codec][encodec]") {
+  check_folder("encodec-24khz-tiny-random", "6.0", false);
+  check_folder("encodec-24khz-tiny-random", "1.5", true);
+  check_folder("encodec-24khz-tiny-random-parametrized", "1.5", false);
+  check_folder("encodec-48khz-tiny-random", "3.0", false);
+}
+
+TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]") {
+  using Catch::Matchers::Contains;
+  const alto::test::GoldenModel golden("encodec-24khz-tiny-random");
+  const std::string model = " --model " + golden.dir() + " ";
+  const std::string out = alto::test::temp_path("bad-out.safetensors");
+  CHECK_THAT(run("encode" + model + golden.dir() + "/input.wav --bandwidth 5 -o " + out, 1),
+             Contains("bandwidth 5 kbps is not one of"));
+  CHECK_THAT(run("encode" + model + golden.dir() + "/input.wav -o out.txt", 1),
+             Contains("OUT.safetensors"));
+  const alto::test::GoldenModel stereo("encodec-48khz-tiny-random");
+  CHECK_THAT(run("encode --model " + stereo.dir() + " --stream " + golden.dir() +
+                     "/input.wav -o " + out,
+                 1),
+             Contains("only the causal EnCodec model streams"));
+
+  auto write_codes = [](const std::string& tag, const torch::Tensor& codes) {
+    const std::string path = alto::test::temp_path(tag + ".safetensors");
+    alto::save_safetensors(path, {{"codes", codes}});
+    return path;
+  };
+  for (const bool stream : {false, true}) {
+    const std::string flags = stream ? " --stream" : "";
+    CHECK_THAT(run("decode" + model + write_codes("too-many-k", torch::zeros({1, 1, 40, 5}, torch::kInt64)) +
+                       flags + " -o " + out,
+                   1),
+               Contains("1 <= K <= 32"));
+    CHECK_THAT(run("decode" + model + write_codes("big-id", torch::full({1, 1, 3, 5}, 64, torch::kInt64)) +
+                       flags + " -o " + out,
+                   1),
+               Contains("[0, 64)"));
+    CHECK_THAT(run("decode" + model + write_codes("negative", torch::full({1, 1, 3, 5}, -2, torch::kInt64)) +
+                       flags + " -o " + out,
+                   1),
+               Contains("[0, 64)"));
+  }
+  CHECK_THAT(run("decode" + model + write_codes("float-codes", torch::zeros({1, 1, 3, 5})) +
+                     " -o " + out,
+                 1),
+             Contains("must be int64"));
+  CHECK_THAT(run("decode" + model + write_codes("rank3", torch::zeros({1, 3, 5}, torch::kInt64)) +
+                     " -o " + out,
+                 1),
+             Contains("[chunks, batch, K, frames]"));
+}
