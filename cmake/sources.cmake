@@ -38,6 +38,8 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/streaming_transformer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/mimi.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_decoding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_transcriber.cpp

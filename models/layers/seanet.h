@@ -56,6 +56,8 @@ class ConvTranspose1dImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const;
   /// As forward, without the bias (streaming overlap-adds partial outputs, then adds it once).
   torch::Tensor forward_without_bias(const torch::Tensor& x) const;
+  /// One input and one output channel per group (computed by overlap-adding the kernel taps).
+  bool depthwise() const;
 
   ConvTranspose1dOptions conv;
   torch::Tensor weight, bias;
