@@ -535,8 +535,12 @@ tokenizers::AudioCodes Dac::encode(const torch::Tensor& audio,
 torch::Tensor Dac::decode(const tokenizers::AudioCodes& codes) const {
   ALTO_CHECK(!codes.scales.defined(), "Dac::decode: DAC codes carry no scales (got scales ",
              shape_of(codes.scales), ")");
-  ALTO_CHECK(codes.codes.defined(), "Dac::decode: codes are empty");
-  return decode_latents(dequantize(codes.codes)).to(torch::kFloat32);
+  ALTO_CHECK(codes.num_samples >= 0, "Dac::decode: AudioCodes.num_samples must be >= 0, got ",
+             codes.num_samples);
+  torch::Tensor audio = decode_latents(dequantize(codes.codes)).to(torch::kFloat32);
+  if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
+    audio = audio.narrow(2, 0, codes.num_samples).contiguous();
+  return audio;
 }
 
 }  // namespace alto::models

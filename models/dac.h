@@ -89,7 +89,8 @@ class Dac final : public tokenizers::AudioTokenizer {
   tokenizers::AudioCodes encode(const torch::Tensor& audio,
                                 const tokenizers::AudioEncodeOptions& options = {}) const override;
   /// codes int64 [batch, K, frames], 1 <= K <= n_codebooks -> float32 [batch, 1, samples]:
-  /// DacModel.decode(audio_codes=codes), untruncated.
+  /// DacModel.decode(audio_codes=codes), whose length transformers never truncates (encode
+  /// leaves num_samples 0); a caller's num_samples > 0 truncates to it.
   torch::Tensor decode(const tokenizers::AudioCodes& codes) const override;
 
   // The stages of DacModel, for parity checks and for callers that want the continuous

@@ -8,7 +8,7 @@
 #include "alto/models/encodec.h"
 // Codec architectures register here, one include and one line in from_pretrained each.
 #include "alto/models/mimi.h"
-// dac: #include "alto/models/dac.h"
+#include "alto/models/dac.h"
 
 namespace alto::tokenizers {
 
@@ -38,7 +38,7 @@ std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(
   json.read("model_type", model_type);
   if (model_type == "encodec") return models::Encodec::from_pretrained(dir, options);
   if (model_type == "mimi") return models::Mimi::from_pretrained(dir, options);
-  // dac: if (model_type == "dac") return models::Dac::from_pretrained(dir, options);
+  if (model_type == "dac") return models::Dac::from_pretrained(dir, options);
   throw Unsupported(file + ": model_type '" + model_type +
                     "' is not an audio codec alto supports (encodec, mimi, dac)");
 }

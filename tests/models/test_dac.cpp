@@ -187,6 +187,18 @@ TEST_CASE("DAC describes itself as an AudioTokenizer", "[codec][dac]") {
   const auto m44 = Dac::from_pretrained(GoldenModel("dac-44khz-tiny-random").dir());
   CHECK(m44->frame_rate() == Approx(44100.0 / 512));
 
+  // AudioTokenizer::from_pretrained dispatches on model_type.
+  const GoldenModel golden("dac-44khz-tiny-random");
+  const auto tokenizer = alto::tokenizers::AudioTokenizer::from_pretrained(golden.dir());
+  CHECK(tokenizer->model_type() == "dac");
+  const AudioCodes encoded = tokenizer->encode(golden.tensor("raw_audio").view({1, 1, -1}));
+  CHECK(encoded.num_samples == 0);
+  golden.require_matches(encoded.codes, "audio_codes");
+  AudioCodes truncated = encoded;
+  truncated.num_samples = 66150;
+  CHECK(tokenizer->decode(truncated).sizes() == torch::IntArrayRef({1, 1, 66150}));
+  CHECK_THROWS_AS(m44->stream(), alto::Unsupported);
+
   // Frames: ceil(samples / hop) after the extractor's padding; decode gives what the decoder
   // returns for them (the 16 kHz decoder loses one sample per odd stride 5, scaled by 4 * 2).
   const AudioCodes codes = m16->encode(torch::zeros({2, 1, 321}));
