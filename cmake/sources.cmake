@@ -34,8 +34,8 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../features/whisper_feature_extractor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../features/window.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/checkpoint.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/encodec.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/streaming_transformer.cpp
