@@ -286,14 +286,8 @@ TORCH_MODULE(DacModel);
 // Configs
 
 DacConfig DacConfig::from_json(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string file =
-      fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
-  const detail::JsonConfig json = detail::JsonConfig::load(file);
-  std::string model_type = "dac";
-  json.read("model_type", model_type);
-  ALTO_CHECK_AS(Unsupported, model_type == "dac", file, ": model_type '", model_type,
-                "' is not a DAC model (expected \"dac\")");
+  const detail::JsonConfig json =
+      detail::JsonConfig::load_model_config(path, "dac", "a DAC");
   DacConfig c;
   json.read("encoder_hidden_size", c.encoder_hidden_size);
   json.read("downsampling_ratios", c.downsampling_ratios);
@@ -309,7 +303,7 @@ DacConfig DacConfig::from_json(const std::string& path) {
   try {
     c.validate();
   } catch (const Error& e) {
-    throw InvalidArgument(file + ": " + e.what());
+    throw InvalidArgument(json.path() + ": " + e.what());
   }
   return c;
 }

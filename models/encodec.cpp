@@ -34,14 +34,8 @@ std::string list(const std::vector<double>& values) {
 // ---------------------------------------------------------------------------------------------
 
 EncodecConfig EncodecConfig::from_json(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string file =
-      fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
-  const detail::JsonConfig json = detail::JsonConfig::load(file);
-  std::string model_type = "encodec";
-  json.read("model_type", model_type);
-  ALTO_CHECK_AS(Unsupported, model_type == "encodec", file, ": model_type '", model_type,
-                "' is not an EnCodec model (expected \"encodec\")");
+  const detail::JsonConfig json =
+      detail::JsonConfig::load_model_config(path, "encodec", "an EnCodec");
   EncodecConfig c;
   if (const nlohmann::json* v = json.find("target_bandwidths")) {
     if (!v->is_array() || v->empty()) json.bad("target_bandwidths", "a non-empty list of numbers");
@@ -76,7 +70,7 @@ EncodecConfig EncodecConfig::from_json(const std::string& path) {
   try {
     c.validate();
   } catch (const Error& e) {
-    throw InvalidArgument(file + ": " + e.what());
+    throw InvalidArgument(json.path() + ": " + e.what());
   }
   return c;
 }

@@ -126,14 +126,8 @@ std::string shape_of(const torch::Tensor& t) {
 }  // namespace
 
 MimiConfig MimiConfig::from_json(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string file =
-      fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
-  const detail::JsonConfig json = detail::JsonConfig::load(file);
-  std::string model_type = "mimi";
-  json.read("model_type", model_type);
-  ALTO_CHECK_AS(Unsupported, model_type == "mimi", file, ": model_type '", model_type,
-                "' is not a Mimi model (expected \"mimi\")");
+  const detail::JsonConfig json =
+      detail::JsonConfig::load_model_config(path, "mimi", "a Mimi");
   MimiConfig c;
   json.read("sampling_rate", c.sampling_rate);
   json.read("frame_rate", c.frame_rate);
@@ -171,7 +165,7 @@ MimiConfig MimiConfig::from_json(const std::string& path) {
   try {
     c.validate();
   } catch (const Error& e) {
-    throw InvalidArgument(file + ": " + e.what());
+    throw InvalidArgument(json.path() + ": " + e.what());
   }
   return c;
 }

@@ -197,14 +197,8 @@ std::string shape_of(const torch::Tensor& t) {
 }  // namespace
 
 WhisperConfig WhisperConfig::from_json(const std::string& path) {
-  namespace fs = std::filesystem;
-  const std::string file =
-      fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
-  const detail::JsonConfig json = detail::JsonConfig::load(file);
-  std::string model_type = "whisper";
-  json.read("model_type", model_type);
-  ALTO_CHECK_AS(Unsupported, model_type == "whisper", file, ": model_type '", model_type,
-                "' is not a Whisper model (expected \"whisper\")");
+  const detail::JsonConfig json =
+      detail::JsonConfig::load_model_config(path, "whisper", "a Whisper");
   WhisperConfig c;
   json.read("vocab_size", c.vocab_size);
   json.read("num_mel_bins", c.num_mel_bins);
@@ -227,7 +221,7 @@ WhisperConfig WhisperConfig::from_json(const std::string& path) {
   try {
     c.validate();
   } catch (const Error& e) {
-    throw InvalidArgument(file + ": " + e.what());
+    throw InvalidArgument(json.path() + ": " + e.what());
   }
   return c;
 }

@@ -5,6 +5,7 @@
 // the file, the key and the value. Internal: nlohmann_json is a private dependency of alto.
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -30,6 +31,22 @@ class JsonConfig {
       throw IoError(path + ": not valid JSON (" + e.what() + ")");
     }
     ALTO_CHECK_AS(IoError, config.json_.is_object(), path, ": expected a JSON object");
+    return config;
+  }
+
+  /// A model's config.json (`path` is the file or the folder holding it) whose model_type must
+  /// be `model_type` (an absent key is taken to be it); otherwise alto::Unsupported naming the
+  /// file, the found type and `architecture`.
+  static JsonConfig load_model_config(const std::string& path, const std::string& model_type,
+                                      const std::string& architecture) {
+    namespace fs = std::filesystem;
+    const std::string file =
+        fs::is_directory(path) ? (fs::path(path) / "config.json").string() : path;
+    JsonConfig config = load(file);
+    std::string found = model_type;
+    config.read("model_type", found);
+    ALTO_CHECK_AS(Unsupported, found == model_type, file, ": model_type '", found, "' is not ",
+                  architecture, " model (expected \"", model_type, "\")");
     return config;
   }
 
