@@ -10,7 +10,8 @@
 // (encode's layout), `scales` (EnCodec with normalize), `audio` (decode of those codes) and, with
 // --stream-frames, `stream_codes` / `stream_audio` of the streaming pass. --profile writes Chrome
 // traces PREFIX-encode.json and PREFIX-decode.json of one pass each (libtorch's profiler) on the
-// first thread count, for the driver's time breakdown.
+// first thread count, for the driver's time breakdown, and with --stream-frames
+// PREFIX-stream.json of one streaming pass.
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -174,6 +175,10 @@ int main(int argc, char** argv) {
         alto::set_num_threads(t);
         run_stream(*model, options, audio, std::min<int64_t>(stream_frames, 8));  // warm-up
         StreamResult result = run_stream(*model, options, audio, stream_frames);
+        if (!profile.empty() && t == threads.front()) {
+          torch::autograd::profiler::RecordProfile guard(profile + "-stream.json");
+          run_stream(*model, options, audio, stream_frames);
+        }
         out["stream"][std::to_string(t)] = result.timings;
         if (t == threads.front()) {
           saved.emplace_back("stream_codes", result.codes);

@@ -18,6 +18,7 @@ set(ALTO_PLAIN_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/bpe_tokenizer.cpp)
 
 set(ALTO_TORCH_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/../core/activation_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/audio_tensor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/safetensors.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../core/threading.cpp
@@ -37,6 +38,7 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../models/encodec.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/conv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/streaming_transformer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/mimi.cpp

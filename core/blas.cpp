@@ -113,7 +113,7 @@ BlasInfo read_blas(const Decision& d) {
     info.library = "OpenBLAS";
     info.core = ob.get_corename();
     if (ob.get_config) info.config = ob.get_config();
-    if (ob.get_num_threads) info.threads = ob.get_num_threads();
+    info.threads = blas_num_threads();
     info.dynamic = ob.dynamic_init && ob.dynamic_quit &&
                    info.config.find("DYNAMIC_ARCH") != std::string::npos;
   } else if (find_symbol("mkl_get_version_string")) {
@@ -326,6 +326,18 @@ void set_blas_core(const std::string& core) {
 void set_blas_num_threads(int threads) {
   ALTO_CHECK(threads >= 1, "BLAS threads must be >= 1, got ", threads);
   if (openblas().set_num_threads) openblas().set_num_threads(threads);
+}
+
+int blas_num_threads() {
+  return openblas().get_num_threads ? openblas().get_num_threads() : 0;
+}
+
+SingleThreadedBlas::SingleThreadedBlas() : previous_(blas_num_threads()) {
+  if (previous_ > 1) set_blas_num_threads(1);
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  if (previous_ > 1) set_blas_num_threads(previous_);
 }
 
 std::string BlasInfo::to_string() const {

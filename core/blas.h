@@ -88,4 +88,21 @@ void set_blas_core(const std::string& core);
 /// the BLAS pool at all cores whatever its intra-op count is. A no-op for other BLAS libraries.
 void set_blas_num_threads(int threads);
 
+/// OpenBLAS's thread count now; 0 when unknown (another BLAS).
+int blas_num_threads();
+
+/// Runs OpenBLAS single-threaded while alive, for GEMMs issued from several threads at once
+/// (alto's time tiles): a threaded OpenBLAS (pthreads build) serialises concurrent callers on
+/// its one thread server, while single-threaded calls run side by side. Restores the count.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int previous_;
+};
+
 }  // namespace alto

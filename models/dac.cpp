@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <sstream>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/models/layers/basic.h"
+#include "alto/models/layers/conv.h"
 #include "alto/tokenizers/rvq.h"
 
 namespace alto::models {
@@ -16,6 +18,8 @@ namespace {
 
 using layers::Conv1d;
 using layers::Conv1dOptions;
+using layers::ConvTranspose1d;
+using layers::ConvTranspose1dOptions;
 
 std::string join(const std::vector<int64_t>& values) {
   std::ostringstream s;
@@ -44,36 +48,6 @@ Conv1d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad
   return Conv1d(Conv1dOptions{in, out, kernel, stride, padding, dilation}, o);
 }
 
-// torch.nn.ConvTranspose1d: weight [in, out, kernel], bias [out].
-class ConvTranspose1dImpl : public torch::nn::Module {
- public:
-  ConvTranspose1dImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride_, int64_t padding_,
-                      const torch::TensorOptions& o)
-      : stride(stride_), padding(padding_) {
-    weight = register_parameter("weight", torch::empty({in, out, kernel}, o), false);
-    bias = register_parameter("bias", torch::empty({out}, o), false);
-  }
-  // libtorch 1.13 has no bfloat16 CPU kernel for transposed convolution
-  // (slow_conv_transpose2d): there this layer alone computes in float32.
-  void prepare() {
-    if (weight.device().is_cpu() && weight.scalar_type() == torch::kBFloat16) {
-      float_weight = weight.to(torch::kFloat32);
-      float_bias = bias.to(torch::kFloat32);
-    }
-  }
-  torch::Tensor forward(const torch::Tensor& x) const {
-    if (!float_weight.defined()) return torch::conv_transpose1d(x, weight, bias, stride, padding);
-    return torch::conv_transpose1d(x.to(torch::kFloat32), float_weight, float_bias, stride,
-                                   padding)
-        .to(x.scalar_type());
-  }
-
-  int64_t stride, padding;
-  torch::Tensor weight, bias;
-  torch::Tensor float_weight, float_bias;  // see prepare()
-};
-TORCH_MODULE(ConvTranspose1d);
-
 // Snake1d: x + 1 / (alpha + 1e-9) * sin(alpha x)^2, per channel. The reciprocal is computed
 // once after loading, with the reference's own float operations, so the result is bit-equal.
 class Snake1dImpl : public torch::nn::Module {
@@ -89,6 +63,10 @@ class Snake1dImpl : public torch::nn::Module {
     y.sin_().square_().mul_(inverse);
     return y.add_(x);
   }
+  /// forward as a layers::Pointwise, to run tile by tile before a convolution.
+  layers::Pointwise pointwise() const {
+    return [this](const torch::Tensor& x) { return forward(x); };
+  }
   // The same into x, for activations no one reads afterwards.
   void apply_(torch::Tensor& x) const {
     torch::Tensor y = x * alpha;
@@ -101,6 +79,9 @@ class Snake1dImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Snake1d);
 
+// An int64_t, not a literal 0, which would also convert to conv1d's padding string.
+constexpr int64_t kNoPadding = 0;
+
 // DacResidualUnit: x + conv2(snake2(conv1(snake1(x)))), conv1 of kernel 7 with "same" padding
 // 3 * dilation, so the output keeps the input's length and the reference's crop never applies.
 class ResidualUnitImpl : public torch::nn::Module {
@@ -108,44 +89,37 @@ class ResidualUnitImpl : public torch::nn::Module {
   ResidualUnitImpl(int64_t dim, int64_t dilation_, const torch::TensorOptions& o)
       : dilation(dilation_),
         snake1(register_module("snake1", Snake1d(dim, o))),
-        conv1(register_module("conv1", conv(dim, dim, 7, 1, 3, 1, o))),
+        conv1(register_module("conv1", conv(dim, dim, 7, 1, 3 * dilation_, dilation_, o))),
         snake2(register_module("snake2", Snake1d(dim, o))),
         conv2(register_module("conv2", conv(dim, dim, 1, 1, 0, 1, o))) {}
 
-  // oneDNN's dilated convolutions run 3-4x slower than its undilated ones from about 192
-  // channels on. A convolution of dilation d is d undilated ones over the interleaved phases
-  // x[..., p::d], and every other operation of the unit works sample by sample, so the unit
-  // runs undilated on the phases as a batch of batch * d signals. The time axis is zero-padded
-  // to a multiple of d first: snake(0) = 0, so conv1 sees the zeros its own padding would give.
+  // On CPU the whole unit runs tile by tile over time (see layers/conv.h): a tile's
+  // activations stay in cache through both Snakes and both convolutions. Snake(0) = 0, so
+  // the zeros read beyond the signal are what conv1's own padding would give.
   torch::Tensor forward(const torch::Tensor& x) const {
-    if (dilation == 1) return undilated(x);
-    const int64_t batch = x.size(0), channels = x.size(1), length = x.size(2);
-    const int64_t phase_length = (length + dilation - 1) / dilation;
-    const int64_t padded_length = phase_length * dilation;
-    const torch::Tensor padded =
-        padded_length == length ? x : torch::constant_pad_nd(x, {0, padded_length - length});
-    const torch::Tensor phases = padded.reshape({batch, channels, phase_length, dilation})
-                                     .permute({0, 3, 1, 2})
-                                     .reshape({batch * dilation, channels, phase_length});
-    const torch::Tensor y = undilated(phases)
-                                .view({batch, dilation, channels, phase_length})
-                                .permute({0, 2, 3, 1})
-                                .reshape({batch, channels, padded_length});
-    return padded_length == length ? y : y.narrow(2, 0, length);
+    if (!x.device().is_cpu()) {
+      torch::Tensor h = conv1->forward(snake1->forward(x));
+      snake2->apply_(h);
+      return conv2->forward(h).add_(x);
+    }
+    const int64_t length = x.size(2), reach = 3 * dilation;
+    torch::Tensor y = empty_activation(x.sizes(), x.options());
+    layers::for_each_time_tile(length, layers::time_tile(x.size(1)), [&](int64_t t0, int64_t t1) {
+      const torch::Tensor window = layers::zero_padded_window(x, t0 - reach, t1 + reach);
+      torch::Tensor h = torch::conv1d(snake1->forward(window), conv1->weight, conv1->bias,
+                                      /*stride=*/1, kNoPadding, dilation);
+      snake2->apply_(h);
+      layers::copy_to_time_slice(
+          y, t0, torch::conv1d(h, conv2->weight, conv2->bias).add_(x.narrow(2, t0, t1 - t0)));
+    });
+    return y;
   }
 
   int64_t dilation;
   Snake1d snake1;
-  Conv1d conv1;  // stored undilated: forward applies the dilation by phases
+  Conv1d conv1;
   Snake1d snake2;
   Conv1d conv2;
-
- private:
-  torch::Tensor undilated(const torch::Tensor& x) const {
-    torch::Tensor h = conv1->forward(snake1->forward(x));
-    snake2->apply_(h);
-    return conv2->forward(h).add_(x);
-  }
 };
 TORCH_MODULE(ResidualUnit);
 
@@ -163,9 +137,8 @@ class EncoderBlockImpl : public torch::nn::Module {
             "conv1", conv(dim / 2, dim, 2 * stride, stride, stride_padding(stride), 1, o))) {}
 
   torch::Tensor forward(const torch::Tensor& x) const {
-    torch::Tensor h = res_unit3->forward(res_unit2->forward(res_unit1->forward(x)));
-    snake1->apply_(h);
-    return conv1->forward(h);
+    const torch::Tensor h = res_unit3->forward(res_unit2->forward(res_unit1->forward(x)));
+    return conv1->forward(h, snake1->pointwise());
   }
 
   ResidualUnit res_unit1, res_unit2, res_unit3;
@@ -178,14 +151,16 @@ class DecoderBlockImpl : public torch::nn::Module {
  public:
   DecoderBlockImpl(int64_t in, int64_t out, int64_t stride, const torch::TensorOptions& o)
       : snake1(register_module("snake1", Snake1d(in, o))),
-        conv_t1(register_module("conv_t1", ConvTranspose1d(in, out, 2 * stride, stride,
-                                                           stride_padding(stride), o))),
+        conv_t1(register_module(
+            "conv_t1", ConvTranspose1d(ConvTranspose1dOptions{in, out, 2 * stride, stride,
+                                                              stride_padding(stride)},
+                                       o))),
         res_unit1(register_module("res_unit1", ResidualUnit(out, 1, o))),
         res_unit2(register_module("res_unit2", ResidualUnit(out, 3, o))),
         res_unit3(register_module("res_unit3", ResidualUnit(out, 9, o))) {}
 
   torch::Tensor forward(const torch::Tensor& x) const {
-    torch::Tensor h = conv_t1->forward(snake1->forward(x));
+    torch::Tensor h = conv_t1->forward(x, snake1->pointwise());
     return res_unit3->forward(res_unit2->forward(res_unit1->forward(h)));
   }
 
@@ -213,8 +188,7 @@ class EncoderImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const {
     torch::Tensor h = conv1->forward(x);
     for (const auto& b : *block) h = b->as<EncoderBlockImpl>()->forward(h);
-    snake1->apply_(h);
-    return conv2->forward(h);
+    return conv2->forward(h, snake1->pointwise());
   }
 
   Conv1d conv1;
@@ -243,8 +217,7 @@ class DecoderImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const {
     torch::Tensor h = conv1->forward(x);
     for (const auto& b : *block) h = b->as<DecoderBlockImpl>()->forward(h);
-    snake1->apply_(h);
-    return conv2->forward(h).tanh_();
+    return conv2->forward(h, snake1->pointwise()).tanh_();
   }
 
   Conv1d conv1;
@@ -401,10 +374,7 @@ struct Dac::Impl {
   // Constants derived from the loaded weights.
   void prepare() {
     for (auto& module : model->modules(/*include_self=*/false))
-      if (auto* snake = module->as<Snake1dImpl>())
-        snake->prepare();
-      else if (auto* transposed = module->as<ConvTranspose1dImpl>())
-        transposed->prepare();
+      if (auto* snake = module->as<Snake1dImpl>()) snake->prepare();
     model->quantizer->prepare();
   }
 

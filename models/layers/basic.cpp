@@ -36,8 +36,32 @@ Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& optio
   if (c.bias) bias = uninitialised(*this, "bias", {c.out_channels}, options);
 }
 
-torch::Tensor Conv1dImpl::forward(const torch::Tensor& x) const {
-  return torch::conv1d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups);
+torch::Tensor Conv1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
+  return layers::conv1d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups,
+                        before);
+}
+
+ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
+                                         const torch::TensorOptions& options)
+    : conv(c) {
+  ALTO_CHECK(c.in_channels > 0 && c.out_channels > 0 && c.kernel_size > 0 && c.stride > 0 &&
+                 c.groups > 0 && c.in_channels % c.groups == 0 && c.out_channels % c.groups == 0 &&
+                 c.padding >= 0,
+             "ConvTranspose1dOptions: bad channels/kernel/stride/padding/groups (", c.in_channels,
+             ", ", c.out_channels, ", ", c.kernel_size, ", ", c.stride, ", ", c.padding, ", ",
+             c.groups, ")");
+  weight = uninitialised(*this, "weight", {c.in_channels, c.out_channels / c.groups, c.kernel_size},
+                         options);
+  if (c.bias) bias = uninitialised(*this, "bias", {c.out_channels}, options);
+}
+
+torch::Tensor ConvTranspose1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
+  return layers::conv_transpose1d(x, weight, bias, conv.stride, conv.padding, conv.groups,
+                                  before);
+}
+
+torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x) const {
+  return layers::conv_transpose1d(x, weight, {}, conv.stride, conv.padding, conv.groups);
 }
 
 LayerNormImpl::LayerNormImpl(int64_t dim, double eps_, const torch::TensorOptions& options)

@@ -8,6 +8,8 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include "alto/models/layers/conv.h"
+
 namespace alto::models::layers {
 
 /// y = x W^T + b (torch.nn.Linear): weight [out, in], bias [out].
@@ -30,13 +32,34 @@ struct Conv1dOptions {
 class Conv1dImpl : public torch::nn::Module {
  public:
   Conv1dImpl(const Conv1dOptions& conv, const torch::TensorOptions& options);
-  /// x: [batch, in_channels, time]
-  torch::Tensor forward(const torch::Tensor& x) const;
+  /// x: [batch, in_channels, time]. `before`: a pointwise activation applied to the input
+  /// first, tile by tile on CPU (layers/conv.h; it must map 0 to 0 where the conv pads).
+  torch::Tensor forward(const torch::Tensor& x, const Pointwise& before = {}) const;
 
   Conv1dOptions conv;
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(Conv1d);
+
+/// torch.nn.ConvTranspose1d (output_padding 0): weight [in, out / groups, kernel], bias [out].
+struct ConvTranspose1dOptions {
+  int64_t in_channels = 0, out_channels = 0, kernel_size = 1, stride = 1, padding = 0;
+  int64_t groups = 1;
+  bool bias = true;
+};
+class ConvTranspose1dImpl : public torch::nn::Module {
+ public:
+  ConvTranspose1dImpl(const ConvTranspose1dOptions& conv, const torch::TensorOptions& options);
+  /// x: [batch, in_channels, time] -> [batch, out_channels,
+  /// (time - 1) * stride + kernel - 2 * padding]; `before` as Conv1d's.
+  torch::Tensor forward(const torch::Tensor& x, const Pointwise& before = {}) const;
+  /// As forward, without the bias (streaming overlap-adds partial outputs, then adds it once).
+  torch::Tensor forward_without_bias(const torch::Tensor& x) const;
+
+  ConvTranspose1dOptions conv;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(ConvTranspose1d);
 
 /// torch.nn.LayerNorm over the last dimension: weight and bias [dim].
 class LayerNormImpl : public torch::nn::Module {

@@ -81,54 +81,6 @@ std::string conv_norm_name(ConvNorm norm) {
 
 // ---------------------------------------------------------------------------------------------
 
-ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
-                                         const torch::TensorOptions& options)
-    : conv(c) {
-  ALTO_CHECK(c.in_channels > 0 && c.out_channels > 0 && c.kernel_size > 0 && c.stride > 0 &&
-                 c.groups > 0 && c.in_channels % c.groups == 0 && c.out_channels % c.groups == 0,
-             "ConvTranspose1dOptions: bad channels/kernel/stride/groups (", c.in_channels, ", ",
-             c.out_channels, ", ", c.kernel_size, ", ", c.stride, ", ", c.groups, ")");
-  weight = uninitialised(*this, "weight", {c.in_channels, c.out_channels / c.groups, c.kernel_size},
-                         options);
-  if (c.bias) bias = uninitialised(*this, "bias", {c.out_channels}, options);
-}
-
-namespace {
-
-// A depthwise transposed convolution (one input and one output channel per group: Mimi's
-// upsample, groups = 512) runs in libtorch's CPU kernels as one small convolution per group,
-// hundreds of calls per step. Overlap-adding the kernel taps computes the same sums at once.
-torch::Tensor depthwise_conv_transpose1d(const torch::Tensor& x, const torch::Tensor& weight,
-                                         int64_t stride) {
-  const int64_t frames = x.size(-1), kernel = weight.size(-1);
-  const int64_t span = (frames - 1) * stride + 1;
-  torch::Tensor y = torch::zeros({x.size(0), x.size(1), span - 1 + kernel}, x.options());
-  const torch::Tensor taps = weight.select(1, 0);  // [channels, kernel]
-  for (int64_t j = 0; j < kernel; ++j)
-    y.slice(-1, j, j + span, stride).add_(x * taps.narrow(1, j, 1));
-  return y;
-}
-
-}  // namespace
-
-bool ConvTranspose1dImpl::depthwise() const {
-  return conv.groups > 1 && conv.groups == conv.in_channels && conv.groups == conv.out_channels;
-}
-
-torch::Tensor ConvTranspose1dImpl::forward(const torch::Tensor& x) const {
-  if (depthwise() && x.size(-1) > 0) {
-    torch::Tensor y = depthwise_conv_transpose1d(x, weight, conv.stride);
-    return bias.defined() ? y.add_(bias.view({1, -1, 1})) : y;
-  }
-  return torch::conv_transpose1d(x, weight, bias, conv.stride, /*padding=*/0,
-                                 /*output_padding=*/0, conv.groups);
-}
-
-torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x) const {
-  if (depthwise() && x.size(-1) > 0) return depthwise_conv_transpose1d(x, weight, conv.stride);
-  return torch::conv_transpose1d(x, weight, {}, conv.stride, 0, 0, conv.groups);
-}
-
 GroupNormImpl::GroupNormImpl(int64_t channels, double eps_, const torch::TensorOptions& options)
     : eps(eps_) {
   weight = uninitialised(*this, "weight", {channels}, options);
@@ -311,7 +263,7 @@ StreamableConvTranspose1dImpl::StreamableConvTranspose1dImpl(
   o.validate();
   conv = register_module(
       "conv", ConvTranspose1d(ConvTranspose1dOptions{o.in_channels, o.out_channels, o.kernel_size,
-                                                     o.stride, o.groups, o.bias},
+                                                     o.stride, /*padding=*/0, o.groups, o.bias},
                               tensor_options));
   if (o.norm == ConvNorm::kTimeGroupNorm)
     norm = register_module("norm", GroupNorm(o.out_channels, o.norm_eps, tensor_options));

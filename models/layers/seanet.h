@@ -44,26 +44,6 @@ enum class ConvNorm { kNone, kWeightNorm, kTimeGroupNorm };
 ConvNorm parse_conv_norm(const std::string& name, const std::string& field);
 std::string conv_norm_name(ConvNorm norm);
 
-/// torch.nn.ConvTranspose1d: weight [in, out / groups, kernel], bias [out].
-struct ConvTranspose1dOptions {
-  int64_t in_channels = 0, out_channels = 0, kernel_size = 1, stride = 1, groups = 1;
-  bool bias = true;
-};
-class ConvTranspose1dImpl : public torch::nn::Module {
- public:
-  ConvTranspose1dImpl(const ConvTranspose1dOptions& conv, const torch::TensorOptions& options);
-  /// x: [batch, in_channels, time] -> [batch, out_channels, (time - 1) * stride + kernel]
-  torch::Tensor forward(const torch::Tensor& x) const;
-  /// As forward, without the bias (streaming overlap-adds partial outputs, then adds it once).
-  torch::Tensor forward_without_bias(const torch::Tensor& x) const;
-  /// One input and one output channel per group (computed by overlap-adding the kernel taps).
-  bool depthwise() const;
-
-  ConvTranspose1dOptions conv;
-  torch::Tensor weight, bias;
-};
-TORCH_MODULE(ConvTranspose1d);
-
 /// torch.nn.GroupNorm(1, channels) over [batch, channels, time]: weight and bias [channels].
 class GroupNormImpl : public torch::nn::Module {
  public:
