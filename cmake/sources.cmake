@@ -39,6 +39,7 @@ set(ALTO_TORCH_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/conv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/few_rows.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/layers/streaming_transformer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/../models/mimi.cpp

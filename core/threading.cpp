@@ -1,6 +1,9 @@
 #include "alto/core/threading.h"
 
 #include <ATen/Parallel.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -66,6 +69,20 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
   run(begin, std::min(end, begin + chunk));
   for (auto& w : workers) w.join();
   if (error) std::rethrow_exception(error);
+}
+
+SingleThreadedTorch::SingleThreadedTorch() : previous_(at::get_num_threads()) {
+  // at::get_num_threads() above ran libtorch's per-thread OpenMP set-up, which would otherwise
+  // restore the global count at this thread's first parallel operator.
+#ifdef _OPENMP
+  omp_set_num_threads(1);
+#endif
+}
+
+SingleThreadedTorch::~SingleThreadedTorch() {
+#ifdef _OPENMP
+  omp_set_num_threads(previous_);
+#endif
 }
 
 }  // namespace alto

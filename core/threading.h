@@ -21,4 +21,20 @@ int default_num_threads();
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
 
+/// While alive, libtorch's intra-op work started from the calling thread runs on that thread
+/// alone (OpenMP's team size is per thread; other threads keep theirs). For work too small to
+/// share: a streaming step's operators take microseconds each, and handing each to a second
+/// OpenMP thread cost more than it saved (Mimi, one 80 ms frame: 10x slower on 2 threads than
+/// on 1 while the other core was busy). A no-op where libtorch does not use OpenMP.
+class SingleThreadedTorch {
+ public:
+  SingleThreadedTorch();
+  ~SingleThreadedTorch();
+  SingleThreadedTorch(const SingleThreadedTorch&) = delete;
+  SingleThreadedTorch& operator=(const SingleThreadedTorch&) = delete;
+
+ private:
+  int previous_;
+};
+
 }  // namespace alto

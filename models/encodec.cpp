@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/tokenizers/rvq.h"
 
@@ -435,12 +436,14 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
     ALTO_CHECK(samples.size(0) == batch_, "Encodec stream encode_step: expected batch ", batch_,
                ", got ", samples.size(0));
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor x = samples.to(impl_->options.device, impl_->options.dtype);
     return quantize(impl_->model->encoder->step(x, encoder_));
   }
 
   torch::Tensor encode_flush() override {
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor latent = impl_->model->encoder->flush(encoder_);
     encoder_ = impl_->model->encoder->init_state();
     return latent.defined() ? quantize(latent) : empty_codes();
@@ -452,6 +455,7 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
                "Encodec stream decode_step: expected int64 codes [", batch_, ", K, frames] with 1 <= K <= ",
                k, ", got ", shape_of(codes));
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor x = codes.to(impl_->options.device);
     if (codes.size(2) == 0)
       return torch::zeros({batch_, impl_->config.audio_channels, 0}, torch::kFloat32);
@@ -461,6 +465,7 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
 
   torch::Tensor decode_flush() override {
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor audio = impl_->model->decoder->flush(decoder_);
     decoder_ = impl_->model->decoder->init_state();
     return audio.defined() ? audio.to(torch::kFloat32)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/models/layers/seanet.h"
 #include "alto/tokenizers/rvq.h"
@@ -461,6 +462,7 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     impl_->check_audio(samples, "MimiStream::encode_step", batch_, 0);
     const MimiModelImpl& m = *impl_->model;
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor h =
         m.encoder->step(samples.to(impl_->options.device, impl_->options.dtype), encoder_.seanet);
     if (h.size(2) > 0) h = through(m.encoder_transformer, h, encoder_.transformer);
@@ -476,6 +478,7 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
   torch::Tensor encode_flush() override {
     const MimiModelImpl& m = *impl_->model;
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     std::vector<torch::Tensor> latent;
     torch::Tensor h = m.encoder->flush(encoder_.seanet);
     if (h.defined() && h.size(2) > 0) {
@@ -500,6 +503,7 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
                ", K, frames] (the stream's batch), got ", shape_of(codes));
     const MimiModelImpl& m = *impl_->model;
     torch::NoGradGuard no_grad;
+    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     if (codes.size(2) == 0)
       return torch::empty(
           {batch_, c.audio_channels, 0},

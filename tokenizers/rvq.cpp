@@ -132,6 +132,12 @@ void ResidualVectorQuantizerImpl::prepare() {
             buffers["embed_sum"] /
             buffers["cluster_usage"].clamp_min(options_.epsilon).unsqueeze(1);
         stage.search = stage.codewords.to(torch::kFloat32);
+        // torch.cdist's matrix-product form (what it computes for > 25 codewords): the codebook
+        // side [codeword, 1, |codeword|^2], built once rather than on every call.
+        stage.search =
+            torch::cat({stage.search, torch::ones({stage.search.size(0), 1}, stage.search.options()),
+                        stage.search.pow(2).sum(-1, /*keepdim=*/true)},
+                       -1);
         break;
       }
       case CodebookKind::kDac:
@@ -158,10 +164,18 @@ torch::Tensor ResidualVectorQuantizerImpl::nearest(const Stage& stage,
       break;
     }
     case CodebookKind::kMimi: {
-      // MimiEuclideanCodebook.quantize: torch.cdist in float32, argmin.
-      torch::Tensor dist =
-          torch::cdist(x.to(torch::kFloat32).unsqueeze(0), stage.search.unsqueeze(0), 2.0)[0];
-      ids = dist.argmin(-1);
+      // MimiEuclideanCodebook.quantize: torch.cdist in float32, argmin; cdist's own operations
+      // on the prepared codebook side, bit-equal to it (tested).
+      const torch::Tensor f = x.to(torch::kFloat32);
+      if (f.size(0) <= 25 && stage.search.size(0) <= 25) {  // cdist's direct form
+        const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
+        ids = torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
+        break;
+      }
+      const torch::Tensor lhs = torch::cat(
+          {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
+          -1);
+      ids = torch::matmul(lhs, stage.search.t()).clamp_min_(0).sqrt_().argmin(-1);
       break;
     }
     case CodebookKind::kDac: {

@@ -91,7 +91,8 @@ class ResidualVectorQuantizerImpl : public torch::nn::Module {
   torch::nn::ModuleList stage_modules_;
   struct Stage {
     torch::Tensor codewords;     // [codebook_size, codebook_dim] as looked up
-    torch::Tensor search;        // the codebook the distance uses (DAC: L2-normalised)
+    torch::Tensor search;        // the codebook side of the distance (DAC: L2-normalised;
+                                 // Mimi: [codeword, 1, |codeword|^2], float32)
     torch::Tensor search_norms;  // |search row|^2 [1, codebook_size] (EnCodec, DAC)
     models::layers::Conv1d in_proj{nullptr}, out_proj{nullptr};  // DAC
   };

@@ -10,6 +10,7 @@
 #include "alto/core/activation_memory.h"
 #include "alto/core/blas.h"
 #include "alto/core/error.h"
+#include "alto/models/layers/few_rows.h"
 
 namespace alto::models::layers {
 
@@ -24,6 +25,11 @@ constexpr int64_t kTileBytes = 512 * 1024;
 // Input frames per tile of a transposed convolution: 1.6-4x libtorch's kernel on the codecs'
 // upsampling layers (64-1536 channels, one thread); fewer frames starve the GEMM.
 constexpr int64_t kTransposedTileFrames = 256;
+
+// Output frames (times batch) up to which a convolution runs as one matrix product on the
+// unfolded input: 1.5x oneDNN at 16 frames of Mimi's 256 -> 512 channel, 12-tap layer, slower
+// from about 96 frames.
+constexpr int64_t kShortRows = 32;
 
 bool tiles_on(const torch::Tensor& x) { return x.device().is_cpu(); }
 
@@ -64,7 +70,11 @@ torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weigh
     torch::Tensor window = zero_padded_window(x, u0 - (m - 1), u1);
     if (before) window = before(window);
     for (int64_t b = 0; b < batch; ++b) {
-      const torch::Tensor taps = torch::mm(weight_t, window[b]).view({out, m, stride, n + m - 1});
+      const torch::Tensor columns = window[b];  // [in, n + m - 1]
+      const torch::Tensor taps =
+          (few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight.reshape({in, -1})).t()
+                                 : torch::mm(weight_t, columns))
+              .reshape({out, m, stride, n + m - 1});
       torch::Tensor sum = taps.select(1, 0).narrow(-1, m - 1, n).clone();
       for (int64_t i = 1; i < m; ++i) sum.add_(taps.select(1, i).narrow(-1, m - 1 - i, n));
       if (bias.defined()) sum.add_(bias.view({out, 1, 1}));
@@ -122,6 +132,23 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight,
   const int64_t span = (weight.size(-1) - 1) * dilation + 1;
   const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
   const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
+  const int64_t rows = x.size(0) * out_length;
+  if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
+      x.scalar_type() == torch::kFloat32) {
+    // A short output (a streaming step's deeper layers): one product of the weights with the
+    // unfolded input [batch * frames, in * kernel], which also skips oneDNN's per-call weight
+    // reorder; up to kMaxFewRows rows read the weights once (layers/few_rows.h).
+    torch::Tensor padded = before ? before(x) : x;
+    if (padding > 0) padded = torch::constant_pad_nd(padded, {padding, padding}, 0);
+    const torch::Tensor columns = padded.unfold(2, span, stride)
+                                      .slice(3, 0, span, dilation)
+                                      .permute({0, 2, 1, 3})
+                                      .reshape({rows, -1});
+    const torch::Tensor flat_weight = weight.reshape({weight.size(0), -1});
+    const torch::Tensor y = rows <= kMaxFewRows ? linear_few_rows(columns, flat_weight, bias)
+                                                : torch::linear(columns, flat_weight, bias);
+    return y.view({x.size(0), out_length, weight.size(0)}).permute({0, 2, 1}).contiguous();
+  }
   if (!tiles_on(x) || out_length <= 2 * tile)
     return torch::conv1d(before ? before(x) : x, weight, bias, stride, padding, dilation, groups);
   torch::Tensor y = empty_activation({x.size(0), weight.size(0), out_length}, x.options());

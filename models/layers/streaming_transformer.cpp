@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "alto/core/error.h"
+#include "alto/models/layers/few_rows.h"
 
 namespace alto::models::layers {
 
@@ -73,27 +74,40 @@ torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
   return x * cos + rotated * sin;
 }
 
-// Up to this many rows (batch x positions) a projection runs as one matrix-vector product per
-// row: a streaming step feeds two positions, and OpenBLAS's GEMV streams a weight matrix about
-// 1.7x faster than its GEMM does for two rows (measured on the real Mimi's 2048 x 512 MLP
-// weights, one thread). The weights, not the arithmetic, bound a step's time.
-constexpr int64_t kGemvRows = 2;
-
-// torch::linear(x, weight, bias) for x [..., in].
+// torch::linear(x, weight, bias) for x [..., in]; the few rows of a streaming step (one Mimi
+// frame: 2 positions) read the weights once (layers/few_rows.h).
 torch::Tensor project(const torch::Tensor& x, const torch::Tensor& weight,
                       const torch::Tensor& bias) {
-  const int64_t rows = x.numel() / x.size(-1);
-  if (rows > kGemvRows || !x.device().is_cpu()) return torch::linear(x, weight, bias);
-  const torch::Tensor flat = x.reshape({rows, x.size(-1)});
-  torch::Tensor out = torch::empty({rows, weight.size(0)}, x.options());
-  for (int64_t r = 0; r < rows; ++r) {
-    torch::Tensor row = out.select(0, r);
-    torch::mv_out(row, weight, flat.select(0, r));
-  }
-  if (bias.defined()) out.add_(bias);
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  if (!few_rows(flat)) return torch::linear(x, weight, bias);
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = weight.size(0);
-  return out.view(sizes);
+  return linear_few_rows(flat, weight, bias).view(sizes);
+}
+
+// In place: rows of x [rows, dim] -> layer_norm(row) * weight + bias.
+void layer_norm_rows(float* x, int64_t rows, int64_t dim, const float* weight, const float* bias,
+                     double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * dim;
+    double mean = 0, square = 0;
+    for (int64_t i = 0; i < dim; ++i) mean += row[i];
+    mean /= static_cast<double>(dim);
+    for (int64_t i = 0; i < dim; ++i) square += (row[i] - mean) * (row[i] - mean);
+    const double inverse = 1.0 / std::sqrt(square / static_cast<double>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i)
+      row[i] = static_cast<float>((row[i] - mean) * inverse) * weight[i] + bias[i];
+  }
+}
+
+// In place: transformers' rotate_half RoPE of one head vector at angles cos/sin [head_dim].
+void rotate_head(float* v, int64_t head_dim, const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    const float a = v[j], b = v[j + half];
+    v[j] = a * cos[j] - b * sin[j];
+    v[j + half] = b * cos[j + half] + a * sin[j + half];
+  }
 }
 
 // [batch, time, heads * head_dim] -> [batch, heads, time, head_dim]
@@ -256,8 +270,12 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
 
   // Band mask over (query, key) positions; a single query needs none: the visible keys computed
   // above are exactly its window.
+  // A streaming step of a few positions runs each layer on raw rows: its dozens of small
+  // tensor operations cost more than its weights take to read (layers/few_rows.h).
+  const bool few_rows = cache && input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
+                        batch * time <= kMaxFewRows;
   torch::Tensor mask;
-  if (time > 1) {
+  if (time > 1 && !few_rows) {
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(input.device());
     const torch::Tensor delta = torch::arange(start, start + time, i64).unsqueeze(1) -
                                 torch::arange(first_visible, start + time, i64).unsqueeze(0);
@@ -266,6 +284,16 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
                .masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   }
   const double scaling = 1.0 / std::sqrt(static_cast<double>(o.head_dim));
+
+  if (few_rows) {
+    torch::Tensor x = input.contiguous().clone();
+    for (size_t l = 0; l < layers->size(); ++l)
+      step_layer_few_rows(l, x, cos.contiguous(), sin.contiguous(), *cache, write_at,
+                          first_visible, start);
+    cache->position += time;
+    cache->stored += time;
+    return x;
+  }
 
   torch::Tensor x = input;
   for (size_t l = 0; l < layers->size(); ++l) {
@@ -316,6 +344,103 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
     cache->stored += time;
   }
   return x;
+}
+
+void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
+                                                   const torch::Tensor& cos,
+                                                   const torch::Tensor& sin,
+                                                   TransformerKVCache& cache, int64_t write_at,
+                                                   int64_t first_visible, int64_t start) const {
+  const StreamingTransformerOptions& o = options_;
+  const auto& layer = layers->at<TransformerLayerImpl>(l);
+  const int64_t batch = x.size(0), time = x.size(1), rows = batch * time, dim = o.hidden_size;
+  const int64_t heads = o.num_attention_heads, kv_heads = o.num_key_value_heads;
+  const int64_t head_dim = o.head_dim, groups = heads / kv_heads;
+  const int64_t q_width = heads * head_dim, kv_width = kv_heads * head_dim;
+  const int64_t window = o.sliding_window, keys = start + time - first_visible;
+  const float scaling = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  float* xs = x.data_ptr<float>();
+
+  // Attention: pre-norm, fused q/k/v, RoPE, the new keys/values into the cache buffers.
+  torch::Tensor h = x.view({rows, dim}).clone();
+  layer_norm_rows(h.data_ptr<float>(), rows, dim, layer.input_layernorm->weight.data_ptr<float>(),
+                  layer.input_layernorm->bias.data_ptr<float>(), layer.input_layernorm->eps);
+  torch::Tensor qkv = linear_few_rows(h, qkv_weights_[l], qkv_biases_[l]);
+  float* qkvs = qkv.data_ptr<float>();
+  TransformerKVCache::Layer& buffers = cache.layers[l];
+  const int64_t capacity = buffers.key.size(2);
+  float* key_buffer = buffers.key.data_ptr<float>();
+  float* value_buffer = buffers.value.data_ptr<float>();
+  auto cached = [&](float* buffer, int64_t b, int64_t kv_head, int64_t slot) {
+    return buffer + ((b * kv_heads + kv_head) * capacity + slot) * head_dim;
+  };
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < time; ++t) {
+      float* row = qkvs + (b * time + t) * (q_width + 2 * kv_width);
+      const float* c = cos.data_ptr<float>() + t * head_dim;
+      const float* s = sin.data_ptr<float>() + t * head_dim;
+      for (int64_t head = 0; head < heads; ++head) rotate_head(row + head * head_dim, head_dim, c, s);
+      for (int64_t head = 0; head < kv_heads; ++head) {
+        float* k = row + q_width + head * head_dim;
+        rotate_head(k, head_dim, c, s);
+        std::copy(k, k + head_dim, cached(key_buffer, b, head, write_at + t));
+        const float* v = row + q_width + kv_width + head * head_dim;
+        std::copy(v, v + head_dim, cached(value_buffer, b, head, write_at + t));
+      }
+    }
+  // Each query attends to the visible keys within its window, causally.
+  const int64_t from = write_at + time - keys;  // buffer slot of position first_visible
+  torch::Tensor attended = torch::zeros({rows, q_width}, x.options());
+  float* out = attended.data_ptr<float>();
+  std::vector<float> scores(keys);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < time; ++t)
+      for (int64_t head = 0; head < heads; ++head) {
+        const float* q = qkvs + (b * time + t) * (q_width + 2 * kv_width) + head * head_dim;
+        const int64_t kv_head = head / groups, query = start + t;
+        float top = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < keys; ++j) {
+          const int64_t delta = query - (first_visible + j);
+          if (delta < 0 || delta >= window) {
+            scores[j] = -std::numeric_limits<float>::infinity();
+            continue;
+          }
+          const float* k = cached(key_buffer, b, kv_head, from + j);
+          float dot = 0;
+          for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
+          scores[j] = dot * scaling;
+          top = std::max(top, scores[j]);
+        }
+        float total = 0;
+        for (int64_t j = 0; j < keys; ++j) total += scores[j] = std::exp(scores[j] - top);
+        float* o_row = out + (b * time + t) * q_width + head * head_dim;
+        for (int64_t j = 0; j < keys; ++j) {
+          if (scores[j] == 0) continue;
+          const float p = scores[j] / total;
+          const float* v = cached(value_buffer, b, kv_head, from + j);
+          for (int64_t d = 0; d < head_dim; ++d) o_row[d] += p * v[d];
+        }
+      }
+  const AttentionImpl& attn = *layer.self_attn;
+  const torch::Tensor projected = linear_few_rows(attended, attn.o_proj->weight, attn.o_proj->bias);
+  const float* attn_scale = layer.self_attn_layer_scale->scale.data_ptr<float>();
+  const float* ps = projected.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < dim; ++i) xs[r * dim + i] += attn_scale[i] * ps[r * dim + i];
+
+  // MLP: pre-norm, fc1, activation, fc2, layer scale.
+  torch::Tensor m = x.view({rows, dim}).clone();
+  layer_norm_rows(m.data_ptr<float>(), rows, dim,
+                  layer.post_attention_layernorm->weight.data_ptr<float>(),
+                  layer.post_attention_layernorm->bias.data_ptr<float>(),
+                  layer.post_attention_layernorm->eps);
+  const torch::Tensor hidden =
+      activate(linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
+  const torch::Tensor mlp = linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);
+  const float* mlp_scale = layer.mlp_layer_scale->scale.data_ptr<float>();
+  const float* ms = mlp.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < dim; ++i) xs[r * dim + i] += mlp_scale[i] * ms[r * dim + i];
 }
 
 }  // namespace alto::models::layers

@@ -100,6 +100,12 @@ class StreamingTransformerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor run(const torch::Tensor& x, TransformerKVCache* cache) const;
+  /// Layer l of a cached step of at most kMaxFewRows rows (float32 CPU), in place on x
+  /// [batch, time, hidden_size] contiguous; cos/sin [time, head_dim] float32; the slots and
+  /// positions as run() computes them.
+  void step_layer_few_rows(size_t l, torch::Tensor& x, const torch::Tensor& cos,
+                           const torch::Tensor& sin, TransformerKVCache& cache, int64_t write_at,
+                           int64_t first_visible, int64_t start) const;
 
   StreamingTransformerOptions options_;
   torch::TensorOptions tensor_options_;
