@@ -69,8 +69,8 @@ double percentile(std::vector<double> values, double q) {
 nlohmann::json latency_ms(const std::vector<double>& seconds) {
   std::vector<double> ms;
   for (double s : seconds) ms.push_back(1e3 * s);
-  return {{"median", percentile(ms, 0.5)}, {"p99", percentile(ms, 0.99)},
-          {"max", percentile(ms, 1.0)}};
+  return {
+      {"median", percentile(ms, 0.5)}, {"p99", percentile(ms, 0.99)}, {"max", percentile(ms, 1.0)}};
 }
 
 struct StreamResult {
@@ -128,14 +128,22 @@ int main(int argc, char** argv) {
     std::string output, profile;
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--threads") threads = parse_threads(value);
-      else if (flag == "--repeat") repeat = std::stoi(value);
-      else if (flag == "--bandwidth") options.bandwidth = std::stod(value);
-      else if (flag == "--num-quantizers") options.num_quantizers = std::stoll(value);
-      else if (flag == "--stream-frames") stream_frames = std::stoll(value);
-      else if (flag == "--output") output = value;
-      else if (flag == "--profile") profile = value;
-      else throw alto::InvalidArgument("unknown option " + flag);
+      if (flag == "--threads")
+        threads = parse_threads(value);
+      else if (flag == "--repeat")
+        repeat = std::stoi(value);
+      else if (flag == "--bandwidth")
+        options.bandwidth = std::stod(value);
+      else if (flag == "--num-quantizers")
+        options.num_quantizers = std::stoll(value);
+      else if (flag == "--stream-frames")
+        stream_frames = std::stoll(value);
+      else if (flag == "--output")
+        output = value;
+      else if (flag == "--profile")
+        profile = value;
+      else
+        throw alto::InvalidArgument("unknown option " + flag);
     }
     torch::NoGradGuard no_grad;
     const auto t_load = Clock::now();
@@ -168,7 +176,7 @@ int main(int argc, char** argv) {
       model->decode(codes);
     }
     std::vector<std::pair<std::string, torch::Tensor>> saved = {{"codes", codes.codes},
-                                                                 {"audio", decoded}};
+                                                                {"audio", decoded}};
     if (codes.scales.defined()) saved.emplace_back("scales", codes.scales);
     if (stream_frames > 0 && model->supports_streaming()) {
       for (int t : threads) {

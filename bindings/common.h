@@ -42,9 +42,7 @@ void bind_audio(py::module_& m);
 void bind_features(py::module_& m);
 void bind_models(py::module_& m);
 void bind_tokenizers(py::module_& m);
-#ifdef ALTO_PYTHON_AUDIO_TOKENIZER
 void bind_audio_tokenizer(py::module_& m);
-#endif
 
 }  // namespace alto::python
 

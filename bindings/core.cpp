@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
 #include "bindings/common.h"
@@ -36,7 +37,9 @@ namespace alto::python {
 
 namespace {
 
-std::string dtype_text(const torch::Tensor& t) { return std::string(c10::toString(t.scalar_type())); }
+std::string dtype_text(const torch::Tensor& t) {
+  return std::string(c10::toString(t.scalar_type()));
+}
 
 }  // namespace
 
@@ -65,11 +68,11 @@ void check_finite(const torch::Tensor& tensor, const std::string& what) {
 
 torch::Tensor integral(const torch::Tensor& tensor, const std::string& what, int64_t rank) {
   ALTO_CHECK(tensor.defined(), what, ": got an undefined tensor");
-  ALTO_CHECK(!tensor.is_floating_point() && !tensor.is_complex() &&
-                 tensor.scalar_type() != torch::kBool,
-             what, ": expected an integer tensor, got ", dtype_text(tensor));
-  ALTO_CHECK(rank < 0 || tensor.dim() == rank, what, ": expected ", rank,
-             " dimensions, got shape ", tensor.sizes());
+  ALTO_CHECK(
+      !tensor.is_floating_point() && !tensor.is_complex() && tensor.scalar_type() != torch::kBool,
+      what, ": expected an integer tensor, got ", dtype_text(tensor));
+  ALTO_CHECK(rank < 0 || tensor.dim() == rank, what, ": expected ", rank, " dimensions, got shape ",
+             tensor.sizes());
   return tensor.to(torch::kInt64);
 }
 
@@ -127,6 +130,14 @@ void bind_core(py::module_& m) {
         "this process) and the BLAS. alto sets all cores on import.");
   m.def("num_threads", &num_threads, "The thread count set_num_threads last set.");
   m.def("default_num_threads", &default_num_threads, "All cores of this machine.");
+  m.def("cached_activation_bytes", &cached_activation_bytes,
+        "Bytes of freed large-activation memory alto keeps for reuse (long codec signals).");
+  m.def("activation_cache_limit", &activation_cache_limit,
+        "The most freed activation memory alto keeps, in bytes (default 1 GiB).");
+  m.def("set_activation_cache_limit", &set_activation_cache_limit, py::arg("bytes"),
+        "Sets the most freed activation memory alto keeps (0 keeps none).");
+  m.def("release_activation_cache", &release_activation_cache,
+        "Returns the kept activation memory to the operating system.");
 
   m.def(
       "as_tensor", [](const TensorArg& x) { return x.tensor; }, py::arg("x"),
@@ -179,7 +190,8 @@ Raises alto.IoError for a missing or corrupt file.)doc");
         py::gil_scoped_release release;
         save_safetensors(path, list, metadata);
       },
-      py::arg("path"), py::arg("tensors"), py::arg("metadata") = std::map<std::string, std::string>{},
+      py::arg("path"), py::arg("tensors"),
+      py::arg("metadata") = std::map<std::string, std::string>{},
       R"doc(Writes {name: tensor} (torch.Tensor or numpy.ndarray, any device) to ``path`` with
 ``metadata`` ({str: str}) as ``__metadata__``, in the Hugging Face layout, atomically (a temporary
 file renamed into place). Errors name the path and the tensor.)doc");

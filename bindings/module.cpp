@@ -21,9 +21,7 @@ alto.features, alto.models, alto.tokenizers.)doc";
   alto::python::bind_features(m);
   alto::python::bind_models(m);
   alto::python::bind_tokenizers(m);
-#ifdef ALTO_PYTHON_AUDIO_TOKENIZER
   alto::python::bind_audio_tokenizer(m);
-#endif
   // Debian's libtorch starts with one intra-op thread; alto's entry points set all cores.
   alto::set_num_threads(alto::default_num_threads());
   m.attr("__version__") = ALTO_VERSION;

@@ -29,16 +29,19 @@ struct CoreLevel {
   const char* core;
   const char* level;
 };
-constexpr CoreLevel kCoreLevels[] = {
-    {"Katmai", "sse"},        {"Coppermine", "sse"},  {"Northwood", "sse"},
-    {"Prescott", "sse"},      {"Banias", "sse"},      {"Atom", "sse"},
-    {"Core2", "sse"},         {"Penryn", "sse"},      {"Dunnington", "sse"},
-    {"Nehalem", "sse"},       {"Athlon", "sse"},      {"Opteron", "sse"},
-    {"Opteron_SSE3", "sse"},  {"Barcelona", "sse"},   {"Nano", "sse"},
-    {"Bobcat", "sse"},        {"Sandybridge", "avx"}, {"Bulldozer", "avx"},
-    {"Piledriver", "avx"},    {"Steamroller", "avx"}, {"Excavator", "avx"},
-    {"Haswell", "avx2"},      {"Zen", "avx2"},        {"SkylakeX", "avx512"},
-    {"Cooperlake", "avx512"}, {"SapphireRapids", "avx512"}};
+constexpr CoreLevel kCoreLevels[] = {{"Katmai", "sse"},        {"Coppermine", "sse"},
+                                     {"Northwood", "sse"},     {"Prescott", "sse"},
+                                     {"Banias", "sse"},        {"Atom", "sse"},
+                                     {"Core2", "sse"},         {"Penryn", "sse"},
+                                     {"Dunnington", "sse"},    {"Nehalem", "sse"},
+                                     {"Athlon", "sse"},        {"Opteron", "sse"},
+                                     {"Opteron_SSE3", "sse"},  {"Barcelona", "sse"},
+                                     {"Nano", "sse"},          {"Bobcat", "sse"},
+                                     {"Sandybridge", "avx"},   {"Bulldozer", "avx"},
+                                     {"Piledriver", "avx"},    {"Steamroller", "avx"},
+                                     {"Excavator", "avx"},     {"Haswell", "avx2"},
+                                     {"Zen", "avx2"},          {"SkylakeX", "avx512"},
+                                     {"Cooperlake", "avx512"}, {"SapphireRapids", "avx512"}};
 
 int level_rank(const std::string& level) {
   if (level == "avx512") return 3;
@@ -114,8 +117,8 @@ BlasInfo read_blas(const Decision& d) {
     info.core = ob.get_corename();
     if (ob.get_config) info.config = ob.get_config();
     info.threads = blas_num_threads();
-    info.dynamic = ob.dynamic_init && ob.dynamic_quit &&
-                   info.config.find("DYNAMIC_ARCH") != std::string::npos;
+    info.dynamic =
+        ob.dynamic_init && ob.dynamic_quit && info.config.find("DYNAMIC_ARCH") != std::string::npos;
   } else if (find_symbol("mkl_get_version_string")) {
     info.library = "MKL";
   } else if (find_symbol("bli_info_get_version_str")) {
@@ -137,8 +140,8 @@ void switch_core(const std::string& core) {
   const std::string level = openblas_core_level(core);
   ALTO_CHECK(!level.empty(), "unknown OpenBLAS core '", core, "'");
   const CpuInfo cpu = cpu_info();
-  ALTO_CHECK(level_rank(level) <= level_rank(cpu.level()), "OpenBLAS core ", core, " needs ",
-             level, " but this CPU runs ", cpu.level());
+  ALTO_CHECK(level_rank(level) <= level_rank(cpu.level()), "OpenBLAS core ", core, " needs ", level,
+             " but this CPU runs ", cpu.level());
   // gotoblas_dynamic_init() returns at once while a core is set; once cleared it re-reads
   // OPENBLAS_CORETYPE exactly as at load (force_coretype, then the table's init()). The variable
   // is restored afterwards so child processes see the user's environment.
@@ -196,10 +199,10 @@ std::string CpuInfo::to_string() const {
   out << "CpuInfo(vendor=" << (vendor.empty() ? "unknown" : vendor) << ", level=" << level()
       << ", flags=[";
   const std::pair<const char*, bool> flags[] = {
-      {"sse3", sse3},         {"ssse3", ssse3},         {"sse4_2", sse4_2},
-      {"avx", avx},           {"avx2", avx2},           {"fma", fma},
-      {"avx512f", avx512f},   {"avx512dq", avx512dq},   {"avx512cd", avx512cd},
-      {"avx512bw", avx512bw}, {"avx512vl", avx512vl},   {"avx512_bf16", avx512_bf16},
+      {"sse3", sse3},         {"ssse3", ssse3},        {"sse4_2", sse4_2},
+      {"avx", avx},           {"avx2", avx2},          {"fma", fma},
+      {"avx512f", avx512f},   {"avx512dq", avx512dq},  {"avx512cd", avx512cd},
+      {"avx512bw", avx512bw}, {"avx512vl", avx512vl},  {"avx512_bf16", avx512_bf16},
       {"os_avx", os_avx},     {"os_avx512", os_avx512}};
   const char* sep = "";
   for (const auto& [name, on] : flags) {
@@ -264,7 +267,8 @@ BlasChoice choose_blas_core(const std::string& current_core, const CpuInfo& cpu,
                             const char* openblas_coretype, const char* alto_blas_coretype) {
   const std::string left = "OpenBLAS's core " + current_core + " left as it is";
   if (alto_blas_coretype && std::strcmp(alto_blas_coretype, "auto") != 0) {
-    if (std::strcmp(alto_blas_coretype, "keep") == 0) return {"", "ALTO_BLAS_CORETYPE=keep: " + left};
+    if (std::strcmp(alto_blas_coretype, "keep") == 0)
+      return {"", "ALTO_BLAS_CORETYPE=keep: " + left};
     return {"", std::string("ALTO_BLAS_CORETYPE='") + alto_blas_coretype +
                     "' is neither 'auto' nor 'keep': " + left};
   }
@@ -304,8 +308,8 @@ BlasInfo configure_blas() {
   d.reason = choice.reason;
   if (!choice.core.empty()) {
     if (!now.dynamic) {
-      d.reason = "OpenBLAS is not a DYNAMIC_ARCH build (" + now.config +
-                 "): cannot leave core " + now.core;
+      d.reason = "OpenBLAS is not a DYNAMIC_ARCH build (" + now.config + "): cannot leave core " +
+                 now.core;
     } else {
       try {
         switch_core(choice.core);
@@ -328,9 +332,7 @@ void set_blas_num_threads(int threads) {
   if (openblas().set_num_threads) openblas().set_num_threads(threads);
 }
 
-int blas_num_threads() {
-  return openblas().get_num_threads ? openblas().get_num_threads() : 0;
-}
+int blas_num_threads() { return openblas().get_num_threads ? openblas().get_num_threads() : 0; }
 
 SingleThreadedBlas::SingleThreadedBlas() : previous_(blas_num_threads()) {
   if (previous_ > 1) set_blas_num_threads(1);

@@ -24,7 +24,8 @@ struct CpuInfo {
   bool os_avx = false;     // the OS saves YMM state
   bool os_avx512 = false;  // the OS saves ZMM and opmask state
 
-  /// "avx512", "avx2", "avx" or "sse": the widest vector level usable for GEMM, OS support included.
+  /// "avx512", "avx2", "avx" or "sse": the widest vector level usable for GEMM, OS support
+  /// included.
   std::string level() const;
   /// The OpenBLAS x86-64 core alto wants for this CPU: "SkylakeX", "Haswell" or "Zen",
   /// "Sandybridge", or "" at the SSE level (no SSE core is worth a switch).

@@ -152,9 +152,9 @@ class DecoderBlockImpl : public torch::nn::Module {
   DecoderBlockImpl(int64_t in, int64_t out, int64_t stride, const torch::TensorOptions& o)
       : snake1(register_module("snake1", Snake1d(in, o))),
         conv_t1(register_module(
-            "conv_t1", ConvTranspose1d(ConvTranspose1dOptions{in, out, 2 * stride, stride,
-                                                              stride_padding(stride)},
-                                       o))),
+            "conv_t1",
+            ConvTranspose1d(
+                ConvTranspose1dOptions{in, out, 2 * stride, stride, stride_padding(stride)}, o))),
         res_unit1(register_module("res_unit1", ResidualUnit(out, 1, o))),
         res_unit2(register_module("res_unit2", ResidualUnit(out, 3, o))),
         res_unit3(register_module("res_unit3", ResidualUnit(out, 9, o))) {}
@@ -202,8 +202,7 @@ TORCH_MODULE(Encoder);
 class DecoderImpl : public torch::nn::Module {
  public:
   DecoderImpl(const DacConfig& c, const torch::TensorOptions& o)
-      : conv1(register_module("conv1",
-                              conv(c.hidden_size, c.decoder_hidden_size, 7, 1, 3, 1, o))),
+      : conv1(register_module("conv1", conv(c.hidden_size, c.decoder_hidden_size, 7, 1, 3, 1, o))),
         block(register_module("block", torch::nn::ModuleList())) {
     int64_t dim = c.decoder_hidden_size;
     for (int64_t stride : c.upsampling_ratios) {
@@ -244,8 +243,8 @@ class DacModelImpl : public torch::nn::Module {
   DacModelImpl(const DacConfig& c, const torch::TensorOptions& o)
       : encoder(register_module("encoder", Encoder(c, o))),
         decoder(register_module("decoder", Decoder(c, o))),
-        quantizer(register_module("quantizer", tokenizers::ResidualVectorQuantizer(
-                                                   quantizer_options(c), o))) {}
+        quantizer(register_module("quantizer",
+                                  tokenizers::ResidualVectorQuantizer(quantizer_options(c), o))) {}
 
   Encoder encoder;
   Decoder decoder;
@@ -259,8 +258,7 @@ TORCH_MODULE(DacModel);
 // Configs
 
 DacConfig DacConfig::from_json(const std::string& path) {
-  const detail::JsonConfig json =
-      detail::JsonConfig::load_model_config(path, "dac", "a DAC");
+  const detail::JsonConfig json = detail::JsonConfig::load_model_config(path, "dac", "a DAC");
   DacConfig c;
   json.read("encoder_hidden_size", c.encoder_hidden_size);
   json.read("downsampling_ratios", c.downsampling_ratios);
@@ -273,20 +271,17 @@ DacConfig DacConfig::from_json(const std::string& path) {
   json.read("upsampling_ratios", c.upsampling_ratios);
   c.hidden_size = c.encoder_hidden_size << c.downsampling_ratios.size();
   json.read("hidden_size", c.hidden_size);
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw InvalidArgument(json.path() + ": " + e.what());
-  }
-  return c;
+  return json.validated(c);
 }
 
 void DacConfig::validate() const {
-  for (const auto& [name, value] :
-       {std::pair{"encoder_hidden_size", encoder_hidden_size}, {"hidden_size", hidden_size},
-        {"decoder_hidden_size", decoder_hidden_size}, {"n_codebooks", n_codebooks},
-        {"codebook_size", codebook_size}, {"codebook_dim", codebook_dim},
-        {"sampling_rate", sampling_rate}})
+  for (const auto& [name, value] : {std::pair{"encoder_hidden_size", encoder_hidden_size},
+                                    {"hidden_size", hidden_size},
+                                    {"decoder_hidden_size", decoder_hidden_size},
+                                    {"n_codebooks", n_codebooks},
+                                    {"codebook_size", codebook_size},
+                                    {"codebook_dim", codebook_dim},
+                                    {"sampling_rate", sampling_rate}})
     ALTO_CHECK(value > 0, "DacConfig.", name, " must be positive, got ", value);
   ALTO_CHECK(!downsampling_ratios.empty() && downsampling_ratios.size() < 16,
              "DacConfig.downsampling_ratios must list 1 to 15 strides, got ",
@@ -311,9 +306,10 @@ void DacConfig::validate() const {
 
 std::string DacConfig::to_string() const {
   std::ostringstream s;
-  s << "DacConfig(sampling_rate=" << sampling_rate << ", encoder_hidden_size="
-    << encoder_hidden_size << ", downsampling_ratios=" << join(downsampling_ratios)
-    << ", hidden_size=" << hidden_size << ", decoder_hidden_size=" << decoder_hidden_size
+  s << "DacConfig(sampling_rate=" << sampling_rate
+    << ", encoder_hidden_size=" << encoder_hidden_size
+    << ", downsampling_ratios=" << join(downsampling_ratios) << ", hidden_size=" << hidden_size
+    << ", decoder_hidden_size=" << decoder_hidden_size
     << ", upsampling_ratios=" << join(upsampling_ratios) << ", n_codebooks=" << n_codebooks
     << ", codebook_size=" << codebook_size << ", codebook_dim=" << codebook_dim << ")";
   return s.str();
@@ -355,9 +351,8 @@ void DacFeatureExtractorOptions::validate() const {
 
 std::string DacFeatureExtractorOptions::to_string() const {
   std::ostringstream s;
-  s << "DacFeatureExtractorOptions(hop_length=" << hop_length
-    << ", padding_value=" << padding_value << ", padding_side=" << padding_side
-    << ", feature_size=" << feature_size << ")";
+  s << "DacFeatureExtractorOptions(hop_length=" << hop_length << ", padding_value=" << padding_value
+    << ", padding_side=" << padding_side << ", feature_size=" << feature_size << ")";
   return s.str();
 }
 
@@ -428,7 +423,8 @@ int64_t Dac::num_codebooks(const tokenizers::AudioEncodeOptions& options) const 
   const int64_t n = impl_->config.n_codebooks;
   ALTO_CHECK(options.bandwidth == 0,
              "AudioEncodeOptions.bandwidth is an EnCodec option; DAC chooses its bitrate by "
-             "num_quantizers (got bandwidth ", options.bandwidth, ")");
+             "num_quantizers (got bandwidth ",
+             options.bandwidth, ")");
   ALTO_CHECK(options.num_quantizers >= 0 && options.num_quantizers <= n,
              "AudioEncodeOptions.num_quantizers must be in [0, ", n, "] (0 = all ", n,
              " codebooks), got ", options.num_quantizers);
@@ -453,11 +449,11 @@ torch::Tensor Dac::pad_input(const torch::Tensor& audio) const {
 }
 
 torch::Tensor Dac::encode_latents(const torch::Tensor& input_values) const {
-  ALTO_CHECK(input_values.dim() == 3 && input_values.size(1) == 1 &&
-                 input_values.size(2) >= hop_length(),
-             "Dac::encode_latents: input_values must be [batch, 1, samples] with at least one "
-             "hop (",
-             hop_length(), " samples), got ", shape_of(input_values));
+  ALTO_CHECK(
+      input_values.dim() == 3 && input_values.size(1) == 1 && input_values.size(2) >= hop_length(),
+      "Dac::encode_latents: input_values must be [batch, 1, samples] with at least one "
+      "hop (",
+      hop_length(), " samples), got ", shape_of(input_values));
   ALTO_CHECK(input_values.is_floating_point(),
              "Dac::encode_latents: input_values must be floating point, got ",
              input_values.scalar_type());
@@ -476,17 +472,16 @@ DacQuantizerOutput Dac::quantize(const torch::Tensor& latents, int64_t num_quant
   const int64_t k = num_codebooks(choice);
   torch::NoGradGuard no_grad;
   DacQuantizerOutput out;
-  out.audio_codes = impl_->model->quantizer->encode(
-      latents.to(impl_->options.device, impl_->options.dtype), k,
-      &out.quantized_representation, &out.projected_latents);
+  out.audio_codes =
+      impl_->model->quantizer->encode(latents.to(impl_->options.device, impl_->options.dtype), k,
+                                      &out.quantized_representation, &out.projected_latents);
   return out;
 }
 
 torch::Tensor Dac::dequantize(const torch::Tensor& codes) const {
   const DacConfig& c = impl_->config;
   tokenizers::check_codes(codes, c.n_codebooks, c.codebook_size, "Dac: codes");
-  ALTO_CHECK(codes.size(2) > 0, "Dac: codes must hold at least one frame, got ",
-             shape_of(codes));
+  ALTO_CHECK(codes.size(2) > 0, "Dac: codes must hold at least one frame, got ", shape_of(codes));
   torch::NoGradGuard no_grad;
   return impl_->model->quantizer->decode(codes.to(impl_->options.device));
 }

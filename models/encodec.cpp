@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "alto/core/error.h"
-#include "alto/core/threading.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 #include "alto/tokenizers/rvq.h"
 
 namespace alto::models {
@@ -68,12 +68,7 @@ EncodecConfig EncodecConfig::from_json(const std::string& path) {
   json.read("codebook_size", c.codebook_size);
   json.read("codebook_dim", c.codebook_dim);
   json.read("use_conv_shortcut", c.use_conv_shortcut);
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw InvalidArgument(json.path() + ": " + e.what());
-  }
-  return c;
+  return json.validated(c);
 }
 
 void EncodecConfig::validate() const {
@@ -100,8 +95,8 @@ void EncodecConfig::validate() const {
 std::string EncodecConfig::to_string() const {
   std::ostringstream s;
   s << "EncodecConfig(sampling_rate=" << sampling_rate << ", audio_channels=" << audio_channels
-    << ", normalize=" << (normalize ? "True" : "False") << ", chunk_length_s="
-    << (chunk_length_s ? std::to_string(*chunk_length_s) : "None")
+    << ", normalize=" << (normalize ? "True" : "False")
+    << ", chunk_length_s=" << (chunk_length_s ? std::to_string(*chunk_length_s) : "None")
     << ", overlap=" << (overlap ? std::to_string(*overlap) : "None")
     << ", target_bandwidths=" << list(target_bandwidths) << ", codebook_size=" << codebook_size
     << ", num_quantizers=" << num_quantizers() << ", " << seanet().to_string() << ")";
@@ -205,8 +200,8 @@ struct Encodec::Impl {
 };
 
 void Encodec::Impl::check_audio(const torch::Tensor& audio, const char* what) const {
-  ALTO_CHECK(audio.defined() && audio.dim() == 3 && audio.size(1) == config.audio_channels,
-             what, ": expected audio [batch, ", config.audio_channels, ", samples], got ",
+  ALTO_CHECK(audio.defined() && audio.dim() == 3 && audio.size(1) == config.audio_channels, what,
+             ": expected audio [batch, ", config.audio_channels, ", samples], got ",
              shape_of(audio));
   ALTO_CHECK(audio.is_floating_point(), what, ": audio must be floating point, got ",
              audio.scalar_type());
@@ -217,14 +212,13 @@ void Encodec::Impl::check_audio(const torch::Tensor& audio, const char* what) co
 void Encodec::Impl::check_codes(const torch::Tensor& codes, int64_t max_chunks,
                                 const char* what) const {
   const int64_t k = config.num_quantizers();
-  ALTO_CHECK(codes.defined() && codes.dim() == 4 && codes.scalar_type() == torch::kInt64 &&
-                 codes.size(0) >= 1 && codes.size(0) <= max_chunks && codes.size(1) >= 1 &&
-                 codes.size(2) >= 1 && codes.size(2) <= k && codes.size(3) >= 1,
-             what, ": expected int64 codes [chunks, batch, K, frames] with ",
-             max_chunks == 1 ? "chunks = 1" : "chunks >= 1", ", 1 <= K <= ", k,
-             " and frames >= 1, got ",
-             codes.defined() ? c10::toString(codes.scalar_type()) : "undefined", " ",
-             shape_of(codes));
+  ALTO_CHECK(
+      codes.defined() && codes.dim() == 4 && codes.scalar_type() == torch::kInt64 &&
+          codes.size(0) >= 1 && codes.size(0) <= max_chunks && codes.size(1) >= 1 &&
+          codes.size(2) >= 1 && codes.size(2) <= k && codes.size(3) >= 1,
+      what, ": expected int64 codes [chunks, batch, K, frames] with ",
+      max_chunks == 1 ? "chunks = 1" : "chunks >= 1", ", 1 <= K <= ", k, " and frames >= 1, got ",
+      codes.defined() ? c10::toString(codes.scalar_type()) : "undefined", " ", shape_of(codes));
   if (codes.numel() == 0) return;
   const int64_t low = codes.min().item<int64_t>(), high = codes.max().item<int64_t>();
   ALTO_CHECK(low >= 0 && high < config.codebook_size, what, ": code ids must lie in [0, ",
@@ -331,10 +325,9 @@ AudioCodes Encodec::encode(const torch::Tensor& audio, const AudioEncodeOptions&
   // EncodecModel.encode: chunks start every `stride` samples while they end within the input.
   for (int64_t offset = 0; offset < length - (chunk - stride); offset += stride) {
     torch::Tensor scale, latent, q;
-    codes.push_back(impl_->encode_chunk(input.narrow(2, offset, chunk),
-                                        mask.narrow(1, offset, chunk).to(input.dtype()),
-                                        codebooks, &scale, intermediates ? &latent : nullptr,
-                                        intermediates ? &q : nullptr));
+    codes.push_back(impl_->encode_chunk(
+        input.narrow(2, offset, chunk), mask.narrow(1, offset, chunk).to(input.dtype()), codebooks,
+        &scale, intermediates ? &latent : nullptr, intermediates ? &q : nullptr));
     if (scale.defined()) scales.push_back(scale);
     if (intermediates) {
       latents.push_back(latent);
@@ -378,8 +371,7 @@ torch::Tensor Encodec::decode(const AudioCodes& codes) const {
   for (int64_t i = 0; i < chunks; ++i) {
     torch::Tensor emb = model->quantizer->decode(codes.codes[i].to(impl_->options.device));
     torch::Tensor out = model->decoder->forward(emb);
-    if (c.normalize)
-      out = out * codes.scales[i].to(out.device(), out.dtype()).view({-1, 1, 1});
+    if (c.normalize) out = out * codes.scales[i].to(out.device(), out.dtype()).view({-1, 1, 1});
     frames.push_back(out);
   }
   torch::Tensor audio;
@@ -452,8 +444,8 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
   torch::Tensor decode_step(const torch::Tensor& codes) override {
     const int64_t k = impl_->config.num_quantizers();
     ALTO_CHECK(codes.defined() && codes.dim() == 3 && codes.size(0) == batch_,
-               "Encodec stream decode_step: expected int64 codes [", batch_, ", K, frames] with 1 <= K <= ",
-               k, ", got ", shape_of(codes));
+               "Encodec stream decode_step: expected int64 codes [", batch_,
+               ", K, frames] with 1 <= K <= ", k, ", got ", shape_of(codes));
     torch::NoGradGuard no_grad;
     const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor x = codes.to(impl_->options.device);
@@ -468,9 +460,9 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
     const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor audio = impl_->model->decoder->flush(decoder_);
     decoder_ = impl_->model->decoder->init_state();
-    return audio.defined() ? audio.to(torch::kFloat32)
-                           : torch::zeros({batch_, impl_->config.audio_channels, 0},
-                                          torch::kFloat32);
+    return audio.defined()
+               ? audio.to(torch::kFloat32)
+               : torch::zeros({batch_, impl_->config.audio_channels, 0}, torch::kFloat32);
   }
 
  private:
@@ -478,17 +470,15 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
     if (latent.size(-1) == 0) return empty_codes();
     return impl_->model->quantizer->encode(latent, codebooks_);
   }
-  torch::Tensor empty_codes() const {
-    return torch::zeros({batch_, codebooks_, 0}, torch::kInt64);
-  }
+  torch::Tensor empty_codes() const { return torch::zeros({batch_, codebooks_, 0}, torch::kInt64); }
 
   std::shared_ptr<const Impl> impl_;
   int64_t codebooks_, batch_;
   layers::SeanetStreamState encoder_, decoder_;
 };
 
-std::unique_ptr<tokenizers::AudioTokenizerStream> Encodec::stream(
-    const AudioEncodeOptions& options, int64_t batch) const {
+std::unique_ptr<tokenizers::AudioTokenizerStream> Encodec::stream(const AudioEncodeOptions& options,
+                                                                  int64_t batch) const {
   ALTO_CHECK_AS(Unsupported, supports_streaming(),
                 "Encodec::stream: only the causal EnCodec model streams (use_causal_conv true, no "
                 "time_group_norm); this one has use_causal_conv=",

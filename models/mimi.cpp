@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "alto/core/error.h"
-#include "alto/core/threading.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 #include "alto/models/layers/seanet.h"
 #include "alto/tokenizers/rvq.h"
 
@@ -127,8 +127,7 @@ std::string shape_of(const torch::Tensor& t) {
 }  // namespace
 
 MimiConfig MimiConfig::from_json(const std::string& path) {
-  const detail::JsonConfig json =
-      detail::JsonConfig::load_model_config(path, "mimi", "a Mimi");
+  const detail::JsonConfig json = detail::JsonConfig::load_model_config(path, "mimi", "a Mimi");
   MimiConfig c;
   json.read("sampling_rate", c.sampling_rate);
   json.read("frame_rate", c.frame_rate);
@@ -163,12 +162,7 @@ MimiConfig MimiConfig::from_json(const std::string& path) {
   json.read("rope_theta", c.rope_theta);
   json.read("sliding_window", c.sliding_window);
   json.read("attention_bias", c.attention_bias);
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw InvalidArgument(json.path() + ": " + e.what());
-  }
-  return c;
+  return json.validated(c);
 }
 
 void MimiConfig::validate() const {

@@ -97,8 +97,7 @@ torch::Tensor feed_forward(const torch::Tensor& x, const Linear& fc1, const Line
 class EncoderLayerImpl : public torch::nn::Module {
  public:
   EncoderLayerImpl(const WhisperConfig& c, const torch::TensorOptions& o)
-      : self_attn(register_module("self_attn",
-                                  Attention(c.d_model, c.encoder_attention_heads, o))),
+      : self_attn(register_module("self_attn", Attention(c.d_model, c.encoder_attention_heads, o))),
         self_attn_layer_norm(
             register_module("self_attn_layer_norm", LayerNorm(c.d_model, kLayerNormEps, o))),
         fc1(register_module("fc1", Linear(c.d_model, c.encoder_ffn_dim, true, o))),
@@ -116,14 +115,13 @@ TORCH_MODULE(EncoderLayer);
 class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const WhisperConfig& c, const torch::TensorOptions& o)
-      : self_attn(register_module("self_attn",
-                                  Attention(c.d_model, c.decoder_attention_heads, o))),
+      : self_attn(register_module("self_attn", Attention(c.d_model, c.decoder_attention_heads, o))),
         self_attn_layer_norm(
             register_module("self_attn_layer_norm", LayerNorm(c.d_model, kLayerNormEps, o))),
-        encoder_attn(register_module("encoder_attn",
-                                     Attention(c.d_model, c.decoder_attention_heads, o))),
-        encoder_attn_layer_norm(register_module("encoder_attn_layer_norm",
-                                                LayerNorm(c.d_model, kLayerNormEps, o))),
+        encoder_attn(
+            register_module("encoder_attn", Attention(c.d_model, c.decoder_attention_heads, o))),
+        encoder_attn_layer_norm(
+            register_module("encoder_attn_layer_norm", LayerNorm(c.d_model, kLayerNormEps, o))),
         fc1(register_module("fc1", Linear(c.d_model, c.decoder_ffn_dim, true, o))),
         fc2(register_module("fc2", Linear(c.decoder_ffn_dim, c.d_model, true, o))),
         final_layer_norm(
@@ -141,12 +139,11 @@ TORCH_MODULE(DecoderLayer);
 class EncoderImpl : public torch::nn::Module {
  public:
   EncoderImpl(const WhisperConfig& c, const torch::TensorOptions& o)
-      : conv1(register_module(
-            "conv1", Conv1d(Conv1dOptions{c.num_mel_bins, c.d_model, 3, 1, 1}, o))),
-        conv2(register_module("conv2",
-                              Conv1d(Conv1dOptions{c.d_model, c.d_model, 3, 2, 1}, o))),
-        embed_positions(register_module("embed_positions",
-                                        Embedding(c.max_source_positions, c.d_model, o))),
+      : conv1(
+            register_module("conv1", Conv1d(Conv1dOptions{c.num_mel_bins, c.d_model, 3, 1, 1}, o))),
+        conv2(register_module("conv2", Conv1d(Conv1dOptions{c.d_model, c.d_model, 3, 2, 1}, o))),
+        embed_positions(
+            register_module("embed_positions", Embedding(c.max_source_positions, c.d_model, o))),
         layers(register_module("layers", torch::nn::ModuleList())),
         layer_norm(register_module("layer_norm", LayerNorm(c.d_model, kLayerNormEps, o))) {
     for (int64_t i = 0; i < c.encoder_layers; ++i) layers->push_back(EncoderLayer(c, o));
@@ -163,8 +160,8 @@ class DecoderImpl : public torch::nn::Module {
  public:
   DecoderImpl(const WhisperConfig& c, const torch::TensorOptions& o)
       : embed_tokens(register_module("embed_tokens", Embedding(c.vocab_size, c.d_model, o))),
-        embed_positions(register_module("embed_positions",
-                                        Embedding(c.max_target_positions, c.d_model, o))),
+        embed_positions(
+            register_module("embed_positions", Embedding(c.max_target_positions, c.d_model, o))),
         layers(register_module("layers", torch::nn::ModuleList())),
         layer_norm(register_module("layer_norm", LayerNorm(c.d_model, kLayerNormEps, o))) {
     for (int64_t i = 0; i < c.decoder_layers; ++i) layers->push_back(DecoderLayer(c, o));
@@ -218,23 +215,21 @@ WhisperConfig WhisperConfig::from_json(const std::string& path) {
   json.read("bos_token_id", c.bos_token_id);
   json.read("eos_token_id", c.eos_token_id);
   json.read("decoder_start_token_id", c.decoder_start_token_id);
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw InvalidArgument(json.path() + ": " + e.what());
-  }
-  return c;
+  return json.validated(c);
 }
 
 void WhisperConfig::validate() const {
-  for (const auto& [name, value] :
-       {std::pair{"vocab_size", vocab_size}, {"num_mel_bins", num_mel_bins},
-        {"d_model", d_model}, {"encoder_layers", encoder_layers},
-        {"encoder_attention_heads", encoder_attention_heads},
-        {"encoder_ffn_dim", encoder_ffn_dim}, {"decoder_layers", decoder_layers},
-        {"decoder_attention_heads", decoder_attention_heads},
-        {"decoder_ffn_dim", decoder_ffn_dim}, {"max_source_positions", max_source_positions},
-        {"max_target_positions", max_target_positions}})
+  for (const auto& [name, value] : {std::pair{"vocab_size", vocab_size},
+                                    {"num_mel_bins", num_mel_bins},
+                                    {"d_model", d_model},
+                                    {"encoder_layers", encoder_layers},
+                                    {"encoder_attention_heads", encoder_attention_heads},
+                                    {"encoder_ffn_dim", encoder_ffn_dim},
+                                    {"decoder_layers", decoder_layers},
+                                    {"decoder_attention_heads", decoder_attention_heads},
+                                    {"decoder_ffn_dim", decoder_ffn_dim},
+                                    {"max_source_positions", max_source_positions},
+                                    {"max_target_positions", max_target_positions}})
     ALTO_CHECK(value > 0, "WhisperConfig.", name, " must be positive, got ", value);
   ALTO_CHECK(d_model % encoder_attention_heads == 0, "WhisperConfig.d_model (", d_model,
              ") must be a multiple of encoder_attention_heads (", encoder_attention_heads, ")");
@@ -284,8 +279,8 @@ struct Whisper::Impl {
   Impl(const WhisperConfig& c, const LoadOptions& o)
       : config(c),
         options(o),
-        activation(layers::parse_activation(c.activation_function,
-                                            "WhisperConfig.activation_function")),
+        activation(
+            layers::parse_activation(c.activation_function, "WhisperConfig.activation_function")),
         model(c, torch::TensorOptions().dtype(o.dtype).device(o.device)) {}
 
   WhisperConfig config;
@@ -378,8 +373,8 @@ torch::Tensor Whisper::Impl::encode(const torch::Tensor& features, Intermediates
     x = x + attention;
     x = x + feed_forward(layer.final_layer_norm->forward(x), layer.fc1, layer.fc2, activation);
     // transformers' guard against float16 overflow in the residual stream.
-    if (x.scalar_type() == torch::kFloat16 && (x.isinf().any().item<bool>() ||
-                                               x.isnan().any().item<bool>())) {
+    if (x.scalar_type() == torch::kFloat16 &&
+        (x.isinf().any().item<bool>() || x.isnan().any().item<bool>())) {
       const double limit = 65504.0 - 1000.0;
       x = x.clamp(-limit, limit);
     }
@@ -403,12 +398,10 @@ WhisperDecoderState Whisper::start(const torch::Tensor& encoder_hidden_states,
   ALTO_CHECK(rows_per_audio > 0, "Whisper::start: rows_per_audio must be positive, got ",
              rows_per_audio);
   c10::InferenceMode guard;
-  const torch::Tensor audio =
-      encoder_hidden_states.to(impl_->options.device, impl_->options.dtype);
+  const torch::Tensor audio = encoder_hidden_states.to(impl_->options.device, impl_->options.dtype);
   const int64_t rows = audio.size(0) * rows_per_audio;
   const int64_t heads = c.decoder_attention_heads;
-  const torch::Tensor empty = torch::empty(
-      {rows, heads, 0, c.d_model / heads}, audio.options());
+  const torch::Tensor empty = torch::empty({rows, heads, 0, c.d_model / heads}, audio.options());
   WhisperDecoderState state;
   state.rows_per_audio = rows_per_audio;
   for (const auto& layer : *impl_->model->decoder->layers) {
@@ -427,9 +420,10 @@ torch::Tensor Whisper::decode(const torch::Tensor& tokens, WhisperDecoderState& 
                  tokens.size(0) == state.rows() && tokens.size(1) > 0,
              "Whisper::decode: tokens must be int64 [", state.rows(), ", new tokens], got ",
              tokens.scalar_type(), " ", shape_of(tokens));
-  ALTO_CHECK(state.length + tokens.size(1) <= c.max_target_positions, "Whisper::decode: ",
-             state.length, " cached + ", tokens.size(1), " new tokens exceed the decoder's ",
-             c.max_target_positions, " positions (max_target_positions)");
+  ALTO_CHECK(state.length + tokens.size(1) <= c.max_target_positions,
+             "Whisper::decode: ", state.length, " cached + ", tokens.size(1),
+             " new tokens exceed the decoder's ", c.max_target_positions,
+             " positions (max_target_positions)");
   const auto [lowest, highest] = torch::aminmax(tokens);
   ALTO_CHECK(lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < c.vocab_size,
              "Whisper::decode: token ids must be in [0, ", c.vocab_size, "), got ",
@@ -459,9 +453,9 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   // Token i (at position past + i) sees the cache and the new tokens up to itself.
   torch::Tensor causal;
   if (length > 1) {
-    causal = torch::full({length, past + length}, -std::numeric_limits<float>::infinity(),
-                         x.options())
-                 .triu_(past + 1);
+    causal =
+        torch::full({length, past + length}, -std::numeric_limits<float>::infinity(), x.options())
+            .triu_(past + 1);
   }
   const bool record_weights = out && out->attention_weights;
   for (size_t i = 0; i < decoder.layers->size(); ++i) {
@@ -481,7 +475,8 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
 
     // The rows of one audio window attend to its keys together: fold them into the query
     // length, [A * G, H, T, hd] -> [A, H, G * T, hd], so the audio is never copied per row.
-    torch::Tensor cross_q = layer.encoder_attn->project_q(layer.encoder_attn_layer_norm->forward(x));
+    torch::Tensor cross_q =
+        layer.encoder_attn->project_q(layer.encoder_attn_layer_norm->forward(x));
     const int64_t heads = cross_q.size(1), head_dim = cross_q.size(3);
     cross_q = cross_q.view({audios, group, heads, length, head_dim})
                   .transpose(1, 2)

@@ -84,7 +84,9 @@ class AudioTokenizer {
 };
 
 /// Frame-by-frame encode and decode with explicit state. Feeding any chunking of a signal gives
-/// the codes (and audio) of one offline call over the whole signal.
+/// the codes (and audio) of one offline call over the whole signal. A step runs on the calling
+/// thread alone: its operators are too small to share between threads, so use more cores by
+/// running several streams (or a batch of them) rather than one stream on several threads.
 class AudioTokenizerStream {
  public:
   virtual ~AudioTokenizerStream() = default;

@@ -54,8 +54,8 @@ std::string ResidualVectorQuantizerOptions::to_string() const {
   std::ostringstream s;
   s << "ResidualVectorQuantizerOptions(kind='" << kind_name(kind)
     << "', num_quantizers=" << num_quantizers << ", codebook_size=" << codebook_size
-    << ", codebook_dim=" << codebook_dim << ", input_dim=" << input_dim
-    << ", epsilon=" << epsilon << ")";
+    << ", codebook_dim=" << codebook_dim << ", input_dim=" << input_dim << ", epsilon=" << epsilon
+    << ")";
   return s.str();
 }
 
@@ -68,26 +68,25 @@ void check_codes(const torch::Tensor& codes, int64_t max_codebooks, int64_t code
              codes.defined() ? codes.sizes() : c10::IntArrayRef{});
   if (codes.numel() == 0) return;
   const int64_t low = codes.min().item<int64_t>(), high = codes.max().item<int64_t>();
-  ALTO_CHECK(low >= 0 && high < codebook_size, what, ": code ids must lie in [0, ",
-             codebook_size, "), got values in [", low, ", ", high, "]");
+  ALTO_CHECK(low >= 0 && high < codebook_size, what, ": code ids must lie in [0, ", codebook_size,
+             "), got values in [", low, ", ", high, "]");
 }
 
-ResidualVectorQuantizerImpl::ResidualVectorQuantizerImpl(
-    const ResidualVectorQuantizerOptions& o, const torch::TensorOptions& tensor_options)
+ResidualVectorQuantizerImpl::ResidualVectorQuantizerImpl(const ResidualVectorQuantizerOptions& o,
+                                                         const torch::TensorOptions& tensor_options)
     : options_(o) {
   o.validate();
   const int64_t n = o.codebook_size, d = o.codebook_dim;
   if (o.kind == CodebookKind::kMimi && o.input_dim != d) {
     input_proj = register_module("input_proj", projection(o.input_dim, d, false, tensor_options));
-    output_proj =
-        register_module("output_proj", projection(d, o.input_dim, false, tensor_options));
+    output_proj = register_module("output_proj", projection(d, o.input_dim, false, tensor_options));
   }
-  stage_modules_ = register_module(
-      o.kind == CodebookKind::kDac ? "quantizers" : "layers", torch::nn::ModuleList());
+  stage_modules_ = register_module(o.kind == CodebookKind::kDac ? "quantizers" : "layers",
+                                   torch::nn::ModuleList());
   for (int64_t q = 0; q < o.num_quantizers; ++q) {
     auto stage_module = std::make_shared<torch::nn::Module>("VectorQuantization");
-    auto codebook = stage_module->register_module("codebook",
-                                                  std::make_shared<torch::nn::Module>("Codebook"));
+    auto codebook =
+        stage_module->register_module("codebook", std::make_shared<torch::nn::Module>("Codebook"));
     Stage stage;
     switch (o.kind) {
       case CodebookKind::kEncodec:
@@ -107,8 +106,9 @@ ResidualVectorQuantizerImpl::ResidualVectorQuantizerImpl(
             "in_proj", projection(o.input_dim, d, true, tensor_options));
         stage.out_proj = stage_module->register_module(
             "out_proj", projection(d, o.input_dim, true, tensor_options));
-        stage.codewords = codebook->register_parameter("weight", torch::empty({n, d}, tensor_options),
-                                                       /*requires_grad=*/false);
+        stage.codewords =
+            codebook->register_parameter("weight", torch::empty({n, d}, tensor_options),
+                                         /*requires_grad=*/false);
         break;
     }
     stage_modules_->push_back(stage_module);
@@ -128,16 +128,15 @@ void ResidualVectorQuantizerImpl::prepare() {
         break;
       case CodebookKind::kMimi: {
         auto buffers = codebook->named_buffers();
-        stage.codewords =
-            buffers["embed_sum"] /
-            buffers["cluster_usage"].clamp_min(options_.epsilon).unsqueeze(1);
+        stage.codewords = buffers["embed_sum"] /
+                          buffers["cluster_usage"].clamp_min(options_.epsilon).unsqueeze(1);
         stage.search = stage.codewords.to(torch::kFloat32);
         // torch.cdist's matrix-product form (what it computes for > 25 codewords): the codebook
         // side [codeword, 1, |codeword|^2], built once rather than on every call.
-        stage.search =
-            torch::cat({stage.search, torch::ones({stage.search.size(0), 1}, stage.search.options()),
-                        stage.search.pow(2).sum(-1, /*keepdim=*/true)},
-                       -1);
+        stage.search = torch::cat(
+            {stage.search, torch::ones({stage.search.size(0), 1}, stage.search.options()),
+             stage.search.pow(2).sum(-1, /*keepdim=*/true)},
+            -1);
         break;
       }
       case CodebookKind::kDac:
@@ -158,8 +157,8 @@ torch::Tensor ResidualVectorQuantizerImpl::nearest(const Stage& stage,
   switch (options_.kind) {
     case CodebookKind::kEncodec: {
       // EncodecEuclideanCodebook.quantize, operation for operation.
-      torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) - 2 * torch::matmul(x, stage.search) +
-                             stage.search_norms);
+      torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
+                             2 * torch::matmul(x, stage.search) + stage.search_norms);
       ids = std::get<1>(dist.max(-1));
       break;
     }
@@ -180,8 +179,8 @@ torch::Tensor ResidualVectorQuantizerImpl::nearest(const Stage& stage,
     }
     case CodebookKind::kDac: {
       // DacVectorQuantize.decode_latents, including its sign of the |e|^2 term.
-      torch::Tensor e = torch::nn::functional::normalize(
-          x, torch::nn::functional::NormalizeFuncOptions().dim(1));
+      torch::Tensor e =
+          torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
       torch::Tensor dist =
           -(e.pow(2).sum(1, /*keepdim=*/true) - 2 * torch::matmul(e, stage.search.t())) +
           stage.search_norms;
@@ -199,8 +198,7 @@ torch::Tensor ResidualVectorQuantizerImpl::lookup(const Stage& stage,
 }
 
 torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
-                                                  int64_t num_quantizers,
-                                                  torch::Tensor* quantized,
+                                                  int64_t num_quantizers, torch::Tensor* quantized,
                                                   torch::Tensor* projected_latents) const {
   ALTO_CHECK(!stages_.empty() && stages_[0].search.defined(),
              "ResidualVectorQuantizer: call prepare() after loading the checkpoint");
@@ -240,7 +238,8 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
     if (quantized && output_proj) sum = output_proj->forward(sum);
   }
   if (quantized) *quantized = sum;
-  if (projected_latents) *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
+  if (projected_latents)
+    *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
   return torch::stack(codes, 1);
 }
 
@@ -317,8 +316,8 @@ torch::Tensor SplitResidualVectorQuantizerImpl::decode(const torch::Tensor& code
   const int64_t semantic = options_.num_semantic_quantizers;
   check_codes(codes, options_.quantizer.num_quantizers, options_.quantizer.codebook_size,
               "SplitResidualVectorQuantizer.decode");
-  torch::Tensor out =
-      semantic_residual_vector_quantizer->decode(codes.narrow(1, 0, std::min(semantic, codes.size(1))));
+  torch::Tensor out = semantic_residual_vector_quantizer->decode(
+      codes.narrow(1, 0, std::min(semantic, codes.size(1))));
   if (codes.size(1) > semantic)
     out = out + acoustic_residual_vector_quantizer->decode(
                     codes.narrow(1, semantic, codes.size(1) - semantic));

@@ -30,6 +30,13 @@ class Unsupported(Error):
 def set_num_threads(threads: int) -> None: ...
 def num_threads() -> int: ...
 def default_num_threads() -> int: ...
+def cached_activation_bytes() -> int:
+    """Bytes of freed large-activation memory alto keeps for reuse."""
+def activation_cache_limit() -> int:
+    """The most freed activation memory alto keeps, in bytes (default 1 GiB)."""
+def set_activation_cache_limit(bytes: int) -> None: ...
+def release_activation_cache() -> None:
+    """Returns the kept activation memory to the operating system."""
 def as_tensor(x: TensorLike) -> torch.Tensor:
     """The tensor alto sees for x: torch.Tensor as is, numpy.ndarray as a zero-copy view."""
 

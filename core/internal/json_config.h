@@ -51,6 +51,16 @@ class JsonConfig {
   }
 
   const std::string& path() const { return path_; }
+  /// config.validate(), its error rethrown as alto::InvalidArgument naming this file.
+  template <typename Config>
+  const Config& validated(const Config& config) const {
+    try {
+      config.validate();
+    } catch (const Error& e) {
+      throw InvalidArgument(path_ + ": " + e.what());
+    }
+    return config;
+  }
   bool has(const char* key) const { return find(key) != nullptr; }
   const nlohmann::json* find(const char* key) const {
     auto it = json_.find(key);
@@ -128,7 +138,8 @@ class JsonConfig {
       auto it = v->is_string() ? choices.find(v->get<std::string>()) : choices.end();
       if (it == choices.end()) {
         std::string names;
-        for (const auto& [name, _] : choices) names += (names.empty() ? "\"" : ", \"") + name + "\"";
+        for (const auto& [name, _] : choices)
+          names += (names.empty() ? "\"" : ", \"") + name + "\"";
         bad(key, ("one of " + names).c_str());
       }
       out = it->second;

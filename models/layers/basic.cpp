@@ -30,9 +30,8 @@ Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& optio
                  c.in_channels % c.groups == 0,
              "Conv1dOptions: bad channels/kernel/groups (", c.in_channels, ", ", c.out_channels,
              ", ", c.kernel_size, ", ", c.groups, ")");
-  weight =
-      uninitialised(*this, "weight", {c.out_channels, c.in_channels / c.groups, c.kernel_size},
-                    options);
+  weight = uninitialised(*this, "weight", {c.out_channels, c.in_channels / c.groups, c.kernel_size},
+                         options);
   if (c.bias) bias = uninitialised(*this, "bias", {c.out_channels}, options);
 }
 
@@ -56,8 +55,7 @@ ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
 }
 
 torch::Tensor ConvTranspose1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
-  return layers::conv_transpose1d(x, weight, bias, conv.stride, conv.padding, conv.groups,
-                                  before);
+  return layers::conv_transpose1d(x, weight, bias, conv.stride, conv.padding, conv.groups, before);
 }
 
 torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x) const {

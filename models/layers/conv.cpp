@@ -109,8 +109,7 @@ void for_each_time_tile(int64_t length, int64_t tile,
 }
 
 void copy_to_time_slice(const torch::Tensor& out, int64_t begin, const torch::Tensor& tile) {
-  for (int64_t b = 0; b < out.size(0); ++b)
-    out[b].narrow(-1, begin, tile.size(-1)).copy_(tile[b]);
+  for (int64_t b = 0; b < out.size(0); ++b) out[b].narrow(-1, begin, tile.size(-1)).copy_(tile[b]);
 }
 
 torch::Tensor zero_padded_window(const torch::Tensor& x, int64_t begin, int64_t end) {
@@ -126,9 +125,9 @@ torch::Tensor zero_padded_window(const torch::Tensor& x, int64_t begin, int64_t 
   return torch::constant_pad_nd(x.narrow(-1, from, to - from), {from - begin, end - to}, 0);
 }
 
-torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight,
-                     const torch::Tensor& bias, int64_t stride, int64_t padding,
-                     int64_t dilation, int64_t groups, const Pointwise& before) {
+torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     int64_t stride, int64_t padding, int64_t dilation, int64_t groups,
+                     const Pointwise& before) {
   const int64_t span = (weight.size(-1) - 1) * dilation + 1;
   const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
   const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));

@@ -38,9 +38,9 @@ using Pointwise = std::function<torch::Tensor(const torch::Tensor&)>;
 
 /// torch::conv1d(before(x), weight, bias, stride, padding, dilation, groups) with zero padding.
 /// x: [batch, in_channels, time]; weight: [out, in / groups, kernel].
-torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight,
-                     const torch::Tensor& bias, int64_t stride = 1, int64_t padding = 0,
-                     int64_t dilation = 1, int64_t groups = 1, const Pointwise& before = {});
+torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1,
+                     int64_t groups = 1, const Pointwise& before = {});
 
 /// torch::conv_transpose1d(before(x), weight, bias, stride, padding, /*output_padding=*/0,
 /// groups).

@@ -42,8 +42,8 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
 // does), each read once, 8 floats at a time against every row of x.
 template <int R, int OB>
 __attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const float* w,
-                                                          const float* bias, float* y,
-                                                          int64_t in, int64_t out, int64_t o) {
+                                                          const float* bias, float* y, int64_t in,
+                                                          int64_t out, int64_t o) {
   const int64_t vector_end = in / 8 * 8;
   __m256 acc[OB][R];
   for (int b = 0; b < OB; ++b)
@@ -186,8 +186,8 @@ torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
   check_operands(x, weight, 0, "matmul_few_rows");
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
   torch::Tensor y = torch::empty({x.size(0), weight.size(1)}, x.options());
-  dispatch_rows<Matmul>(x.size(0), xc.data_ptr<float>(), wc.data_ptr<float>(),
-                        y.data_ptr<float>(), x.size(1), weight.size(1));
+  dispatch_rows<Matmul>(x.size(0), xc.data_ptr<float>(), wc.data_ptr<float>(), y.data_ptr<float>(),
+                        x.size(1), weight.size(1));
   return y;
 }
 

@@ -25,6 +25,7 @@
 #include <torch/types.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "alto/models/layers/basic.h"
@@ -180,6 +181,11 @@ class SeanetLstmImpl : public torch::nn::Module {
 
  private:
   torch::Tensor run(const torch::Tensor& x, LstmStreamState* state) const;
+  /// float32 CPU: seq [time, batch, dim] contiguous, h0/c0 [layers, batch, dim] -> (output,
+  /// h, c) as torch::lstm returns them.
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_cpu(const torch::Tensor& seq,
+                                                                  const torch::Tensor& h0,
+                                                                  const torch::Tensor& c0) const;
   int64_t dim_, num_layers_;
   std::vector<torch::Tensor> flat_weights_;  // torch.nn.LSTM's order, for at::lstm
 };

@@ -288,8 +288,8 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   if (few_rows) {
     torch::Tensor x = input.contiguous().clone();
     for (size_t l = 0; l < layers->size(); ++l)
-      step_layer_few_rows(l, x, cos.contiguous(), sin.contiguous(), *cache, write_at,
-                          first_visible, start);
+      step_layer_few_rows(l, x, cos.contiguous(), sin.contiguous(), *cache, write_at, first_visible,
+                          start);
     cache->position += time;
     cache->stored += time;
     return x;
@@ -379,7 +379,8 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
       float* row = qkvs + (b * time + t) * (q_width + 2 * kv_width);
       const float* c = cos.data_ptr<float>() + t * head_dim;
       const float* s = sin.data_ptr<float>() + t * head_dim;
-      for (int64_t head = 0; head < heads; ++head) rotate_head(row + head * head_dim, head_dim, c, s);
+      for (int64_t head = 0; head < heads; ++head)
+        rotate_head(row + head * head_dim, head_dim, c, s);
       for (int64_t head = 0; head < kv_heads; ++head) {
         float* k = row + q_width + head * head_dim;
         rotate_head(k, head_dim, c, s);
@@ -430,10 +431,9 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
 
   // MLP: pre-norm, fc1, activation, fc2, layer scale.
   torch::Tensor m = x.view({rows, dim}).clone();
-  layer_norm_rows(m.data_ptr<float>(), rows, dim,
-                  layer.post_attention_layernorm->weight.data_ptr<float>(),
-                  layer.post_attention_layernorm->bias.data_ptr<float>(),
-                  layer.post_attention_layernorm->eps);
+  layer_norm_rows(
+      m.data_ptr<float>(), rows, dim, layer.post_attention_layernorm->weight.data_ptr<float>(),
+      layer.post_attention_layernorm->bias.data_ptr<float>(), layer.post_attention_layernorm->eps);
   const torch::Tensor hidden =
       activate(linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
   const torch::Tensor mlp = linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);

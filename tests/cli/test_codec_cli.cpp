@@ -79,10 +79,10 @@ TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]"
   CHECK_THAT(run("encode" + model + golden.dir() + "/input.wav -o out.txt", 1),
              Contains("OUT.safetensors"));
   const alto::test::GoldenModel stereo("encodec-48khz-tiny-random");
-  CHECK_THAT(run("encode --model " + stereo.dir() + " --stream " + golden.dir() +
-                     "/input.wav -o " + out,
-                 1),
-             Contains("only the causal EnCodec model streams"));
+  CHECK_THAT(
+      run("encode --model " + stereo.dir() + " --stream " + golden.dir() + "/input.wav -o " + out,
+          1),
+      Contains("only the causal EnCodec model streams"));
 
   auto write_codes = [](const std::string& tag, const torch::Tensor& codes) {
     const std::string path = alto::test::temp_path(tag + ".safetensors");
@@ -91,23 +91,26 @@ TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]"
   };
   for (const bool stream : {false, true}) {
     const std::string flags = stream ? " --stream" : "";
-    CHECK_THAT(run("decode" + model + write_codes("too-many-k", torch::zeros({1, 1, 40, 5}, torch::kInt64)) +
+    CHECK_THAT(run("decode" + model +
+                       write_codes("too-many-k", torch::zeros({1, 1, 40, 5}, torch::kInt64)) +
                        flags + " -o " + out,
                    1),
                Contains("1 <= K <= 32"));
-    CHECK_THAT(run("decode" + model + write_codes("big-id", torch::full({1, 1, 3, 5}, 64, torch::kInt64)) +
-                       flags + " -o " + out,
-                   1),
-               Contains("[0, 64)"));
-    CHECK_THAT(run("decode" + model + write_codes("negative", torch::full({1, 1, 3, 5}, -2, torch::kInt64)) +
+    CHECK_THAT(
+        run("decode" + model + write_codes("big-id", torch::full({1, 1, 3, 5}, 64, torch::kInt64)) +
+                flags + " -o " + out,
+            1),
+        Contains("[0, 64)"));
+    CHECK_THAT(run("decode" + model +
+                       write_codes("negative", torch::full({1, 1, 3, 5}, -2, torch::kInt64)) +
                        flags + " -o " + out,
                    1),
                Contains("[0, 64)"));
   }
-  CHECK_THAT(run("decode" + model + write_codes("float-codes", torch::zeros({1, 1, 3, 5})) +
-                     " -o " + out,
-                 1),
-             Contains("must be int64"));
+  CHECK_THAT(
+      run("decode" + model + write_codes("float-codes", torch::zeros({1, 1, 3, 5})) + " -o " + out,
+          1),
+      Contains("must be int64"));
   CHECK_THAT(run("decode" + model + write_codes("rank3", torch::zeros({1, 3, 5}, torch::kInt64)) +
                      " -o " + out,
                  1),
@@ -133,5 +136,35 @@ TEST_CASE("alto encode / decode reproduce the golden Mimi outputs", "[cli][codec
       golden.require_matches(alto::SafetensorsFile(audio_path).tensor("audio"),
                              "audio_values" + suffix);
     }
+  }
+}
+
+TEST_CASE("alto encode / decode reproduce the golden DAC outputs", "[cli][codec][dac]") {
+  for (const std::string name : {"dac-16khz-tiny-random", "dac-44khz-tiny-random"}) {
+    const alto::test::GoldenModel golden(name);
+    for (const std::string quantizers : {"", "2"}) {
+      INFO(name << " num_quantizers '" << quantizers << "'");
+      const std::string suffix = quantizers.empty() ? "" : "_nq2";
+      const std::string flags = " --model " + golden.dir();
+      const std::string codes_path = alto::test::temp_path(name + suffix + "-codes.safetensors");
+      // input.wav is the raw speech; alto pads it to whole hops as DacFeatureExtractor does.
+      run("--threads 1 encode" + flags + " " + golden.dir() + "/input.wav" +
+          (quantizers.empty() ? "" : " --num-quantizers " + quantizers) + " -o " + codes_path);
+      const alto::SafetensorsFile codes(codes_path);
+      CHECK(torch::equal(codes.tensor("codes"), golden.tensor("audio_codes" + suffix)));
+      CHECK(codes.metadata().at("model_type") == "dac");
+      // transformers' DacModel.decode returns every decoded sample ([batch, samples]).
+      const std::string audio_path = alto::test::temp_path(name + suffix + "-audio.safetensors");
+      run("--threads 1 decode" + flags + " " + codes_path + " -o " + audio_path);
+      const torch::Tensor audio = alto::SafetensorsFile(audio_path).tensor("audio");
+      REQUIRE(audio.dim() == 3);
+      golden.require_matches(audio.squeeze(1), "audio_values_from_codes" + suffix);
+    }
+    // DAC is not causal: no stream.
+    const std::string out =
+        run("--threads 1 encode --stream --model " + golden.dir() + " " + golden.dir() +
+                "/input.wav -o " + alto::test::temp_path(name + "-stream.safetensors"),
+            1);
+    CHECK_THAT(out, Catch::Contains("stream"));
   }
 }

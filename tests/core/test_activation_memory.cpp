@@ -1,11 +1,11 @@
 // core/activation_memory: large CPU activations come from kept mappings and are reused; the
 // limit bounds what is kept; small ones are plain torch::empty.
 
-#include "alto/core/activation_memory.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+
+#include "alto/core/activation_memory.h"
 
 TEST_CASE("activation memory: reuse, limit and release", "[activation_memory]") {
   const size_t limit = alto::activation_cache_limit();

@@ -2,14 +2,13 @@
 // both ends, strides, dilation, groups, batches, the last partial tile, activations applied per
 // tile), with one and two threads and inside InferenceMode.
 
-#include "alto/models/layers/conv.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
 #include "alto/core/threading.h"
+#include "alto/models/layers/conv.h"
 #include "features/golden.h"
 
 using namespace alto::models::layers;
@@ -35,10 +34,10 @@ TEST_CASE("conv1d: tiles equal torch::conv1d", "[conv]") {
   struct Case {
     int64_t batch, in, out, kernel, stride, padding, dilation, groups;
   };
-  for (const Case& c : {Case{1, 8, 8, 7, 1, 3, 1, 1}, Case{2, 6, 4, 7, 1, 9, 3, 1},
-                        Case{1, 8, 16, 8, 4, 2, 1, 1}, Case{2, 16, 8, 3, 1, 0, 9, 1},
-                        Case{1, 8, 8, 1, 1, 0, 1, 1}, Case{1, 12, 8, 5, 2, 2, 2, 4},
-                        Case{1, 1, 8, 7, 1, 3, 1, 1}, Case{1, 8, 1, 7, 3, 0, 1, 1}}) {
+  for (const Case& c :
+       {Case{1, 8, 8, 7, 1, 3, 1, 1}, Case{2, 6, 4, 7, 1, 9, 3, 1}, Case{1, 8, 16, 8, 4, 2, 1, 1},
+        Case{2, 16, 8, 3, 1, 0, 9, 1}, Case{1, 8, 8, 1, 1, 0, 1, 1}, Case{1, 12, 8, 5, 2, 2, 2, 4},
+        Case{1, 1, 8, 7, 1, 3, 1, 1}, Case{1, 8, 1, 7, 3, 0, 1, 1}}) {
     const torch::Tensor x = torch::randn({c.batch, c.in, kLong});
     const torch::Tensor w = torch::randn({c.out, c.in / c.groups, c.kernel});
     const torch::Tensor b = torch::randn({c.out});
@@ -74,8 +73,8 @@ TEST_CASE("conv1d: short inputs, no bias, InferenceMode and bfloat16", "[conv]")
   {
     c10::InferenceMode inference;
     alto::test::require_close(conv1d(x, w, {}, 1, 2, 1, 1, kElu),
-                              torch::conv1d(torch::elu(x), w, {}, 1, 2), 1e-4, 1e-5,
-                              std::nullopt, "inference mode");
+                              torch::conv1d(torch::elu(x), w, {}, 1, 2), 1e-4, 1e-5, std::nullopt,
+                              "inference mode");
   }
   const torch::Tensor expected = torch::conv1d(x, w, {}, 2, 2).to(torch::kBFloat16);
   const torch::Tensor half = conv1d(x.to(torch::kBFloat16), w.to(torch::kBFloat16), {}, 2, 2);
@@ -92,25 +91,24 @@ TEST_CASE("conv_transpose1d: equals torch::conv_transpose1d", "[conv]") {
   };
   // kernel = 2 * stride (every codec), 3 * stride, not a multiple (libtorch's kernel), depthwise
   // (Mimi's upsample) and grouped (libtorch's kernel); frames from 1 to several tiles.
-  for (const Case& c : {Case{1, 16, 8, 16, 8, 0, 1}, Case{2, 8, 4, 10, 5, 3, 1},
-                        Case{1, 8, 6, 12, 4, 2, 1}, Case{1, 6, 4, 5, 2, 1, 1},
-                        Case{2, 8, 8, 4, 2, 0, 8}, Case{1, 8, 4, 4, 2, 1, 2},
-                        Case{1, 4, 2, 2, 1, 0, 1}}) {
+  for (const Case& c :
+       {Case{1, 16, 8, 16, 8, 0, 1}, Case{2, 8, 4, 10, 5, 3, 1}, Case{1, 8, 6, 12, 4, 2, 1},
+        Case{1, 6, 4, 5, 2, 1, 1}, Case{2, 8, 8, 4, 2, 0, 8}, Case{1, 8, 4, 4, 2, 1, 2},
+        Case{1, 4, 2, 2, 1, 0, 1}}) {
     const torch::Tensor w = torch::randn({c.in, c.out / c.groups, c.kernel});
     const torch::Tensor b = torch::randn({c.out});
     for (int64_t frames : {1, 3, 700}) {
       const torch::Tensor x = torch::randn({c.batch, c.in, frames});
       for (int threads : {1, 2}) {
         alto::set_num_threads(threads);
-        INFO("in " << c.in << " out " << c.out << " kernel " << c.kernel << " stride "
-                   << c.stride << " padding " << c.padding << " groups " << c.groups
-                   << " frames " << frames << " threads " << threads);
+        INFO("in " << c.in << " out " << c.out << " kernel " << c.kernel << " stride " << c.stride
+                   << " padding " << c.padding << " groups " << c.groups << " frames " << frames
+                   << " threads " << threads);
         const torch::Tensor expected =
             torch::conv_transpose1d(x, w, b, c.stride, c.padding, 0, c.groups);
         const torch::Tensor actual = conv_transpose1d(x, w, b, c.stride, c.padding, c.groups);
         REQUIRE(actual.sizes() == expected.sizes());
-        alto::test::require_close(actual, expected, 1e-4, 1e-5, std::nullopt,
-                                  "conv_transpose1d");
+        alto::test::require_close(actual, expected, 1e-4, 1e-5, std::nullopt, "conv_transpose1d");
         alto::test::require_close(
             conv_transpose1d(x, w, {}, c.stride, c.padding, c.groups, kElu),
             torch::conv_transpose1d(torch::elu(x), w, {}, c.stride, c.padding, 0, c.groups), 1e-4,
@@ -127,9 +125,9 @@ TEST_CASE("conv_transpose1d: bfloat16 computes in float32; bad shapes are errors
   const torch::Tensor half =
       conv_transpose1d(x.to(torch::kBFloat16), w.to(torch::kBFloat16), {}, 4, 2);
   REQUIRE(half.scalar_type() == torch::kBFloat16);
-  const torch::Tensor expected = torch::conv_transpose1d(
-      x.to(torch::kBFloat16).to(torch::kFloat32), w.to(torch::kBFloat16).to(torch::kFloat32), {},
-      4, 2);
+  const torch::Tensor expected =
+      torch::conv_transpose1d(x.to(torch::kBFloat16).to(torch::kFloat32),
+                              w.to(torch::kBFloat16).to(torch::kFloat32), {}, 4, 2);
   alto::test::require_close(half.to(torch::kFloat32), expected, 0.1, 0.01, std::nullopt,
                             "bfloat16");
   REQUIRE_THROWS_AS(conv_transpose1d(torch::randn({1, 7, 5}), w, {}, 4), alto::Error);

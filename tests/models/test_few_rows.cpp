@@ -1,13 +1,12 @@
 // models/layers/few_rows: the few-row products equal torch's for every row count, vector tails
 // (sizes off the 8/16-float blocks) and with or without a bias; wrong operands are errors.
 
-#include "alto/models/layers/few_rows.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/layers/few_rows.h"
 #include "features/golden.h"
 
 using namespace alto::models::layers;
@@ -15,8 +14,8 @@ using namespace alto::models::layers;
 TEST_CASE("linear_few_rows and matmul_few_rows equal torch", "[few_rows]") {
   torch::manual_seed(5);
   for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
-    for (const auto& [in, out] : {std::pair<int64_t, int64_t>{512, 1536}, {37, 5}, {16, 3},
-                                  {7, 19}, {1, 1}, {8192, 33}}) {
+    for (const auto& [in, out] :
+         {std::pair<int64_t, int64_t>{512, 1536}, {37, 5}, {16, 3}, {7, 19}, {1, 1}, {8192, 33}}) {
       INFO("rows " << rows << " in " << in << " out " << out);
       const torch::Tensor x = torch::randn({rows, in});
       const torch::Tensor w = torch::randn({out, in});
@@ -28,11 +27,11 @@ TEST_CASE("linear_few_rows and matmul_few_rows equal torch", "[few_rows]") {
       alto::test::require_close(linear_few_rows(x, w, {}), torch::linear(x, w), atol, 1e-5,
                                 std::nullopt, "linear");
       const torch::Tensor wt = torch::randn({in, out});
-      alto::test::require_close(matmul_few_rows(x, wt), torch::mm(x, wt), atol, 1e-5,
-                                std::nullopt, "matmul");
+      alto::test::require_close(matmul_few_rows(x, wt), torch::mm(x, wt), atol, 1e-5, std::nullopt,
+                                "matmul");
       // Non-contiguous operands are taken as their values.
-      alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt),
-                                atol, 1e-5, std::nullopt, "matmul, transposed view");
+      alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt), atol,
+                                1e-5, std::nullopt, "matmul, transposed view");
     }
 }
 

@@ -1,4 +1,4 @@
-"""alto.AudioTokenizer (the codecs) against transformers' EnCodec golden outputs."""
+"""alto.AudioTokenizer (the codecs) against the golden transformers and moshi outputs: EnCodec, Mimi, DAC."""
 import pydoc
 
 import pytest
@@ -7,10 +7,6 @@ import torch
 import alto
 
 from conftest import max_abs, run_concurrently
-
-pytestmark = pytest.mark.skipif(not hasattr(alto, "AudioTokenizer"),
-                                reason="alto was built without the codecs (tokenizers/audio_tokenizer.cpp)")
-
 
 @pytest.fixture(scope="module")
 def codec_dir(data):
@@ -142,3 +138,43 @@ def test_golden_chunked_scaled_and_parametrized(data, name, bandwidth):
     audio = tok.decode(codes, scales, padding_mask=io["padding_mask"])
     assert audio.shape == io[f"bw_{bandwidth}.audio_values"].shape
     assert max_abs(audio, io[f"bw_{bandwidth}.audio_values"]) <= 5e-5
+
+
+def _golden_codec(data, name):
+    folder = data / "models" / name
+    if not (folder / "model.safetensors").exists():
+        pytest.skip(f"tests/data/models/{name} is absent")
+    return (alto.AudioTokenizer.from_pretrained(str(folder)),
+            alto.load_safetensors(str(folder / "io.safetensors")))
+
+
+def test_mimi_golden_and_streaming(data):
+    """Mimi (MANIFEST tolerances): codes exact, audio within 7e-6; moshi's frame-by-frame stream."""
+    tok, io = _golden_codec(data, "mimi-tiny-random")
+    assert tok.model_type == "mimi" and tok.supports_streaming
+    assert torch.equal(tok.encode(io["input_values"]), io["audio_codes"])
+    assert torch.equal(tok.encode(io["input_values"], num_quantizers=4), io["audio_codes_nq4"])
+    assert max_abs(tok.decode(io["audio_codes"]), io["audio_values"]) <= 7e-6
+    stream = tok.stream()
+    x, hop = io["input_values"], tok.hop_length
+    codes = torch.cat([stream.encode_step(x[..., i:i + hop]) for i in range(0, x.shape[-1], hop)], -1)
+    assert torch.equal(codes, io["streaming_audio_codes"])
+    frames = io["streaming_audio_codes"]
+    audio = torch.cat([stream.decode_step(frames[..., t:t + 1]) for t in range(frames.shape[-1])], -1)
+    assert max_abs(audio, io["streaming_audio_values"]) <= 7e-6
+
+
+@pytest.mark.parametrize("name", ["dac-16khz-tiny-random", "dac-44khz-tiny-random"])
+def test_dac_golden(data, name):
+    """DAC (MANIFEST tolerances): codes exact, decode(codes) within 4e-5; no streaming."""
+    tok, io = _golden_codec(data, name)
+    assert tok.model_type == "dac" and not tok.supports_streaming
+    codes = tok.encode(io["input_values"])
+    assert torch.equal(codes, io["audio_codes"])
+    assert torch.equal(tok.encode(io["input_values"], num_quantizers=2), io["audio_codes_nq2"])
+    audio = tok.decode(codes)
+    expected = io["audio_values_from_codes"]
+    assert audio.shape == (1, 1, expected.shape[-1])
+    assert max_abs(audio[0], expected) <= 4e-5
+    with pytest.raises(alto.Unsupported):
+        tok.stream()

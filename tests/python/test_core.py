@@ -1,4 +1,4 @@
-"""alto.Error family, safetensors, zero-copy tensor arguments, threads."""
+"""alto.Error family, safetensors, zero-copy tensor arguments, threads, the activation cache."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import torch
 
 import alto
 
-from conftest import run_concurrently
+from conftest import DATA, run_concurrently
 
 
 def test_error_family():
@@ -90,6 +90,22 @@ def test_threads_setting():
     alto.set_num_threads(n)
     with pytest.raises(alto.Error):
         alto.set_num_threads(0)
+
+
+def test_activation_cache():
+    """A long DAC decode leaves its large activations for reuse; release returns them."""
+    limit = alto.activation_cache_limit()
+    alto.release_activation_cache()
+    assert alto.cached_activation_bytes() == 0
+    tok = alto.AudioTokenizer.from_pretrained(str(DATA / "models" / "dac-44khz-tiny-random"))
+    tok.decode(torch.zeros(1, 4, 2000, dtype=torch.int64))  # 1 M samples: activations of MBs
+    assert 0 < alto.cached_activation_bytes() <= limit
+    alto.set_activation_cache_limit(0)
+    assert alto.cached_activation_bytes() == 0
+    alto.set_activation_cache_limit(limit)
+    assert alto.activation_cache_limit() == limit
+    alto.release_activation_cache()
+    assert alto.cached_activation_bytes() == 0
 
 
 def test_concurrent_safetensors_reads(tmp_path):
