@@ -176,10 +176,17 @@ torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
   const torch::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   torch::Tensor y = torch::empty({x.size(0), weight.size(0)}, x.options());
-  dispatch_rows<Linear>(x.size(0), xc.data_ptr<float>(), wc.data_ptr<float>(),
-                        bc.defined() ? bc.data_ptr<float>() : nullptr, y.data_ptr<float>(),
-                        x.size(1), weight.size(0));
+  linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(),
+                  weight.size(0), bc.defined() ? bc.data_ptr<float>() : nullptr,
+                  y.data_ptr<float>());
   return y;
+}
+
+void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
+                     const float* bias, float* y) {
+  ALTO_CHECK(rows >= 1 && rows <= kMaxFewRows, "linear_few_rows: rows must lie in [1, ",
+             kMaxFewRows, "], got ", rows);
+  dispatch_rows<Linear>(rows, x, weight, bias, y, in, out);
 }
 
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {

@@ -20,6 +20,11 @@ bool few_rows(const torch::Tensor& x);
 torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias);
 
+/// The same on raw row-major float32 arrays: y [rows, out] = x [rows, in] @ weight [out, in]^T
+/// (+ bias [out] unless null), 1 <= rows <= kMaxFewRows.
+void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
+                     const float* bias, float* y);
+
 /// x [rows, in] @ weight, weight [in, out] -> [rows, out].
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
 

@@ -399,17 +399,14 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
       for (int64_t head = 0; head < heads; ++head) {
         const float* q = qkvs + (b * time + t) * (q_width + 2 * kv_width) + head * head_dim;
         const int64_t kv_head = head / groups, query = start + t;
+        // q against the window's keys, contiguous slots [keys, head_dim] of the buffer.
+        linear_few_rows(q, 1, head_dim, cached(key_buffer, b, kv_head, from), keys, nullptr,
+                        scores.data());
         float top = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < keys; ++j) {
           const int64_t delta = query - (first_visible + j);
-          if (delta < 0 || delta >= window) {
-            scores[j] = -std::numeric_limits<float>::infinity();
-            continue;
-          }
-          const float* k = cached(key_buffer, b, kv_head, from + j);
-          float dot = 0;
-          for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * k[d];
-          scores[j] = dot * scaling;
+          scores[j] = delta < 0 || delta >= window ? -std::numeric_limits<float>::infinity()
+                                                   : scores[j] * scaling;
           top = std::max(top, scores[j]);
         }
         float total = 0;
