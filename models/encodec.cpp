@@ -8,7 +8,6 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/core/threading.h"
 #include "alto/tokenizers/rvq.h"
 
 namespace alto::models {
@@ -423,31 +422,26 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
     decoder_ = impl_->model->decoder->init_state();
   }
 
-  torch::Tensor encode_step(const torch::Tensor& samples) override {
+ protected:
+  torch::Tensor do_encode_step(const torch::Tensor& samples) override {
     impl_->check_audio(samples, "Encodec stream encode_step");
     ALTO_CHECK(samples.size(0) == batch_, "Encodec stream encode_step: expected batch ", batch_,
                ", got ", samples.size(0));
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor x = samples.to(impl_->options.device, impl_->options.dtype);
     return quantize(impl_->model->encoder->step(x, encoder_));
   }
 
-  torch::Tensor encode_flush() override {
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
+  torch::Tensor do_encode_flush() override {
     torch::Tensor latent = impl_->model->encoder->flush(encoder_);
     encoder_ = impl_->model->encoder->init_state();
     return latent.defined() ? quantize(latent) : empty_codes();
   }
 
-  torch::Tensor decode_step(const torch::Tensor& codes) override {
+  torch::Tensor do_decode_step(const torch::Tensor& codes) override {
     const int64_t k = impl_->config.num_quantizers();
     ALTO_CHECK(codes.defined() && codes.dim() == 3 && codes.size(0) == batch_,
                "Encodec stream decode_step: expected int64 codes [", batch_,
                ", K, frames] with 1 <= K <= ", k, ", got ", shape_of(codes));
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor x = codes.to(impl_->options.device);
     if (codes.size(2) == 0)
       return torch::zeros({batch_, impl_->config.audio_channels, 0}, torch::kFloat32);
@@ -455,9 +449,7 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
     return impl_->model->decoder->step(latent, decoder_).to(torch::kFloat32);
   }
 
-  torch::Tensor decode_flush() override {
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
+  torch::Tensor do_decode_flush() override {
     torch::Tensor audio = impl_->model->decoder->flush(decoder_);
     decoder_ = impl_->model->decoder->init_state();
     return audio.defined()

@@ -8,7 +8,6 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/core/threading.h"
 #include "alto/models/layers/seanet.h"
 #include "alto/tokenizers/rvq.h"
 
@@ -452,11 +451,10 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     decoder_.reset();
   }
 
-  torch::Tensor encode_step(const torch::Tensor& samples) override {
+ protected:
+  torch::Tensor do_encode_step(const torch::Tensor& samples) override {
     impl_->check_audio(samples, "MimiStream::encode_step", batch_, 0);
     const MimiModelImpl& m = *impl_->model;
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     torch::Tensor h =
         m.encoder->step(samples.to(impl_->options.device, impl_->options.dtype), encoder_.seanet);
     if (h.size(2) > 0) h = through(m.encoder_transformer, h, encoder_.transformer);
@@ -469,10 +467,8 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
 
   // The offline encode pads the last partial frame: every convolution's flush applies the same
   // right padding, and what it completes runs through the rest of the encoder.
-  torch::Tensor encode_flush() override {
+  torch::Tensor do_encode_flush() override {
     const MimiModelImpl& m = *impl_->model;
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     std::vector<torch::Tensor> latent;
     torch::Tensor h = m.encoder->flush(encoder_.seanet);
     if (h.defined() && h.size(2) > 0) {
@@ -489,15 +485,13 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
     return m.quantizer->encode(frames, codebooks_);
   }
 
-  torch::Tensor decode_step(const torch::Tensor& codes) override {
+  torch::Tensor do_decode_step(const torch::Tensor& codes) override {
     const MimiConfig& c = impl_->config;
     tokenizers::check_codes(codes, c.num_quantizers, c.codebook_size,
                             "MimiStream::decode_step: codes");
     ALTO_CHECK(codes.size(0) == batch_, "MimiStream::decode_step: codes must be [", batch_,
                ", K, frames] (the stream's batch), got ", shape_of(codes));
     const MimiModelImpl& m = *impl_->model;
-    torch::NoGradGuard no_grad;
-    const SingleThreadedTorch one_thread;  // a step's operators are too small to share
     if (codes.size(2) == 0)
       return torch::empty(
           {batch_, c.audio_channels, 0},

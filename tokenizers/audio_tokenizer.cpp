@@ -5,6 +5,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 #include "alto/models/encodec.h"
 // Codec architectures register here, one include and one line in from_pretrained each.
 #include "alto/models/dac.h"
@@ -14,9 +15,32 @@ namespace alto::tokenizers {
 
 std::string AudioEncodeOptions::to_string() const {
   std::ostringstream s;
-  s << "AudioEncodeOptions(bandwidth=" << bandwidth << ", num_quantizers=" << num_quantizers
-    << ")";
+  s << "AudioEncodeOptions(bandwidth=" << bandwidth << ", num_quantizers=" << num_quantizers << ")";
   return s.str();
+}
+
+torch::Tensor AudioTokenizerStream::encode_step(const torch::Tensor& samples) {
+  torch::NoGradGuard no_grad;
+  const SingleThreadedTorch one_thread;  // a step's operators are too small to share
+  return do_encode_step(samples);
+}
+
+torch::Tensor AudioTokenizerStream::decode_step(const torch::Tensor& codes) {
+  torch::NoGradGuard no_grad;
+  const SingleThreadedTorch one_thread;
+  return do_decode_step(codes);
+}
+
+torch::Tensor AudioTokenizerStream::encode_flush() {
+  torch::NoGradGuard no_grad;
+  const SingleThreadedTorch one_thread;
+  return do_encode_flush();
+}
+
+torch::Tensor AudioTokenizerStream::decode_flush() {
+  torch::NoGradGuard no_grad;
+  const SingleThreadedTorch one_thread;
+  return do_decode_flush();
 }
 
 std::unique_ptr<AudioTokenizerStream> AudioTokenizer::stream(const AudioEncodeOptions&,

@@ -94,17 +94,25 @@ class AudioTokenizerStream {
   virtual void reset() = 0;
   /// samples: float [batch, channels, n], any n >= 0. Returns the codes (int64 [batch, K, t]) of
   /// every frame completed by these samples; t may be 0.
-  virtual torch::Tensor encode_step(const torch::Tensor& samples) = 0;
+  torch::Tensor encode_step(const torch::Tensor& samples);
   /// codes: int64 [batch, K, t], any t >= 0 -> the audio samples float32 [batch, channels, n]
   /// those frames complete.
-  virtual torch::Tensor decode_step(const torch::Tensor& codes) = 0;
+  torch::Tensor decode_step(const torch::Tensor& codes);
   /// Ends the input: the codes (int64 [batch, K, t]) of the last, partial frame the offline
   /// encode pads to a whole frame, and of any frame the start-up padding still held back; then
-  /// the encoder side must be reset() before reuse. Default: an undefined tensor (nothing held).
-  virtual torch::Tensor encode_flush() { return {}; }
+  /// the encoder side must be reset() before reuse. Undefined when nothing was held.
+  torch::Tensor encode_flush();
   /// Ends the codes: audio (float32 [batch, channels, n]) still held back (a stream shorter
-  /// than the decoder's start-up padding). Default: an undefined tensor (nothing held).
-  virtual torch::Tensor decode_flush() { return {}; }
+  /// than the decoder's start-up padding). Undefined when nothing was held.
+  torch::Tensor decode_flush();
+
+ protected:
+  // What each codec implements; the public calls above run them without autograd and on the
+  // calling thread alone.
+  virtual torch::Tensor do_encode_step(const torch::Tensor& samples) = 0;
+  virtual torch::Tensor do_decode_step(const torch::Tensor& codes) = 0;
+  virtual torch::Tensor do_encode_flush() { return {}; }
+  virtual torch::Tensor do_decode_flush() { return {}; }
 };
 
 }  // namespace alto::tokenizers

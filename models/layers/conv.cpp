@@ -62,8 +62,8 @@ torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weigh
   const int64_t batch = x.size(0), in = x.size(1), frames = x.size(2);
   const int64_t out = weight.size(1), kernel = weight.size(2), m = kernel / stride;
   const int64_t out_frames = frames + m - 1;
-  // [in, out * kernel] -> rows c * kernel + i * stride + j of W^T: a view, no copy.
-  const torch::Tensor weight_t = weight.reshape({in, out * kernel}).t();
+  // [in, out * kernel]: W^T's rows c * kernel + i * stride + j are its columns; a view, no copy.
+  const torch::Tensor weight_flat = weight.reshape({in, out * kernel});
   torch::Tensor y = empty_activation({batch, out, out_frames * stride}, x.options());
   for_each_time_tile(out_frames, kTransposedTileFrames, [&](int64_t u0, int64_t u1) {
     const int64_t n = u1 - u0;
@@ -72,8 +72,8 @@ torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weigh
     for (int64_t b = 0; b < batch; ++b) {
       const torch::Tensor columns = window[b];  // [in, n + m - 1]
       const torch::Tensor taps =
-          (few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight.reshape({in, -1})).t()
-                                 : torch::mm(weight_t, columns))
+          (few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight_flat).t()
+                                 : torch::mm(weight_flat.t(), columns))
               .reshape({out, m, stride, n + m - 1});
       torch::Tensor sum = taps.select(1, 0).narrow(-1, m - 1, n).clone();
       for (int64_t i = 1; i < m; ++i) sum.add_(taps.select(1, i).narrow(-1, m - 1 - i, n));
@@ -130,7 +130,6 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
                      const Pointwise& before) {
   const int64_t span = (weight.size(-1) - 1) * dilation + 1;
   const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
-  const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
   const int64_t rows = x.size(0) * out_length;
   if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
       x.scalar_type() == torch::kFloat32) {
@@ -148,6 +147,7 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
                                                 : torch::linear(columns, flat_weight, bias);
     return y.view({x.size(0), out_length, weight.size(0)}).permute({0, 2, 1}).contiguous();
   }
+  const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
   if (!tiles_on(x) || out_length <= 2 * tile)
     return torch::conv1d(before ? before(x) : x, weight, bias, stride, padding, dilation, groups);
   torch::Tensor y = empty_activation({x.size(0), weight.size(0), out_length}, x.options());
@@ -173,6 +173,9 @@ torch::Tensor conv_transpose1d(const torch::Tensor& x, const torch::Tensor& weig
                             groups, before)
         .to(x.scalar_type());
   const int64_t in = x.size(1), kernel = weight.size(2);
+  const int64_t full = (x.size(-1) - 1) * stride + kernel;
+  ALTO_CHECK(full > 2 * padding, "conv_transpose1d: ", x.size(-1), " frames give no output after ",
+             padding, " samples of padding on each side");
   const bool depthwise = groups > 1 && groups == in && weight.size(1) == 1;
   const bool gemm = groups == 1 && kernel % stride == 0;
   if (!tiles_on(x) || x.size(-1) == 0 || !(depthwise || gemm))
@@ -185,9 +188,6 @@ torch::Tensor conv_transpose1d(const torch::Tensor& x, const torch::Tensor& weig
     y = depthwise_transposed(before ? before(x) : x, weight, stride);
     if (bias.defined()) y.add_(bias.view({1, -1, 1}));
   }
-  const int64_t full = (x.size(-1) - 1) * stride + kernel;
-  ALTO_CHECK(full > 2 * padding, "conv_transpose1d: ", x.size(-1), " frames give no output after ",
-             padding, " samples of padding on each side");
   return y.narrow(-1, padding, full - 2 * padding);
 }
 

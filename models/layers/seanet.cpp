@@ -359,6 +359,7 @@ torch::Tensor SeanetLstmImpl::run(const torch::Tensor& x, LstmStreamState* state
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SeanetLstmImpl::run_cpu(
     const torch::Tensor& seq, const torch::Tensor& h0, const torch::Tensor& c0) const {
   const int64_t time = seq.size(0), batch = seq.size(1), dim = dim_;
+  const auto sigmoid = [](float v) { return 1.f / (1.f + std::exp(-v)); };
   torch::Tensor h_all = h0.clone(), c_all = c0.clone();
   torch::Tensor layer_in = seq;
   for (int64_t l = 0; l < num_layers_; ++l) {
@@ -379,7 +380,6 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SeanetLstmImpl::run_cpu(
       for (int64_t b = 0; b < batch; ++b)
         for (int64_t i = 0; i < dim; ++i) {
           const int64_t g = b * 4 * dim + i;
-          auto sigmoid = [](float v) { return 1.f / (1.f + std::exp(-v)); };
           const float in_gate = sigmoid(r[g] + p[g]);
           const float forget_gate = sigmoid(r[g + dim] + p[g + dim]);
           const float cell_gate = std::tanh(r[g + 2 * dim] + p[g + 2 * dim]);

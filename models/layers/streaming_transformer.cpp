@@ -100,6 +100,15 @@ void layer_norm_rows(float* x, int64_t rows, int64_t dim, const float* weight, c
   }
 }
 
+// x [rows, dim] += branch [rows, dim] * scale [dim]: a residual branch through its LayerScale.
+void add_scaled_rows(float* x, const torch::Tensor& branch, const torch::Tensor& scale) {
+  const int64_t rows = branch.size(0), dim = branch.size(1);
+  const float* b = branch.data_ptr<float>();
+  const float* s = scale.data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < dim; ++i) x[r * dim + i] += s[i] * b[r * dim + i];
+}
+
 // In place: transformers' rotate_half RoPE of one head vector at angles cos/sin [head_dim].
 void rotate_head(float* v, int64_t head_dim, const float* cos, const float* sin) {
   const int64_t half = head_dim / 2;
@@ -272,10 +281,10 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   // above are exactly its window.
   // A streaming step of a few positions runs each layer on raw rows: its dozens of small
   // tensor operations cost more than its weights take to read (layers/few_rows.h).
-  const bool few_rows = cache && input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
+  const bool raw_rows = cache && input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
                         batch * time <= kMaxFewRows;
   torch::Tensor mask;
-  if (time > 1 && !few_rows) {
+  if (time > 1 && !raw_rows) {
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(input.device());
     const torch::Tensor delta = torch::arange(start, start + time, i64).unsqueeze(1) -
                                 torch::arange(first_visible, start + time, i64).unsqueeze(0);
@@ -285,11 +294,11 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   }
   const double scaling = 1.0 / std::sqrt(static_cast<double>(o.head_dim));
 
-  if (few_rows) {
+  if (raw_rows) {
     torch::Tensor x = input.contiguous().clone();
+    const torch::Tensor cos_rows = cos.contiguous(), sin_rows = sin.contiguous();
     for (size_t l = 0; l < layers->size(); ++l)
-      step_layer_few_rows(l, x, cos.contiguous(), sin.contiguous(), *cache, write_at, first_visible,
-                          start);
+      step_layer_few_rows(l, x, cos_rows, sin_rows, *cache, write_at, first_visible, start);
     cache->position += time;
     cache->stored += time;
     return x;
@@ -421,10 +430,7 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
       }
   const AttentionImpl& attn = *layer.self_attn;
   const torch::Tensor projected = linear_few_rows(attended, attn.o_proj->weight, attn.o_proj->bias);
-  const float* attn_scale = layer.self_attn_layer_scale->scale.data_ptr<float>();
-  const float* ps = projected.data_ptr<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < dim; ++i) xs[r * dim + i] += attn_scale[i] * ps[r * dim + i];
+  add_scaled_rows(xs, projected, layer.self_attn_layer_scale->scale);
 
   // MLP: pre-norm, fc1, activation, fc2, layer scale.
   torch::Tensor m = x.view({rows, dim}).clone();
@@ -434,10 +440,7 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
   const torch::Tensor hidden =
       activate(linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
   const torch::Tensor mlp = linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);
-  const float* mlp_scale = layer.mlp_layer_scale->scale.data_ptr<float>();
-  const float* ms = mlp.data_ptr<float>();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t i = 0; i < dim; ++i) xs[r * dim + i] += mlp_scale[i] * ms[r * dim + i];
+  add_scaled_rows(xs, mlp, layer.mlp_layer_scale->scale);
 }
 
 }  // namespace alto::models::layers
