@@ -4,7 +4,7 @@
 
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::audio {
 
 Audio::Audio(int channels, int64_t frames, int sample_rate)
     : channels(channels), frames(frames), sample_rate(sample_rate) {
@@ -43,4 +43,4 @@ double AudioInfo::duration_seconds() const {
   return sample_rate > 0 ? static_cast<double>(frames) / sample_rate : 0.0;
 }
 
-}  // namespace alto
+}  // namespace alto::audio

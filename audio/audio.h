@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace alto {
+namespace alto::audio {
 
 /// Planar float32 audio: `samples` holds `channels` rows of `frames` samples each
 /// (row-major `[channels, frames]`), nominally in [-1, 1].
@@ -39,4 +39,4 @@ struct AudioInfo {
   double duration_seconds() const;
 };
 
-}  // namespace alto
+}  // namespace alto::audio

@@ -7,34 +7,34 @@
 #include "alto/audio/stream_reader.h"
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::audio {
 
-void LoadOptions::validate() const {
+void DecodeOptions::validate() const {
   if (sample_rate)
-    ALTO_CHECK(*sample_rate > 0, "LoadOptions.sample_rate must be > 0, got ", *sample_rate);
-  if (channel) ALTO_CHECK(*channel >= 0, "LoadOptions.channel must be >= 0, got ", *channel);
-  ALTO_CHECK(!(mono && channel), "LoadOptions.mono and LoadOptions.channel exclude each other");
-  ALTO_CHECK(std::isfinite(offset) && offset >= 0, "LoadOptions.offset must be >= 0 seconds, got ",
+    ALTO_CHECK(*sample_rate > 0, "DecodeOptions.sample_rate must be > 0, got ", *sample_rate);
+  if (channel) ALTO_CHECK(*channel >= 0, "DecodeOptions.channel must be >= 0, got ", *channel);
+  ALTO_CHECK(!(mono && channel), "DecodeOptions.mono and DecodeOptions.channel exclude each other");
+  ALTO_CHECK(std::isfinite(offset) && offset >= 0, "DecodeOptions.offset must be >= 0 seconds, got ",
              offset);
   if (duration)
     ALTO_CHECK(std::isfinite(*duration) && *duration > 0,
-               "LoadOptions.duration must be > 0 seconds, got ", *duration);
+               "DecodeOptions.duration must be > 0 seconds, got ", *duration);
   if (raw) {
-    ALTO_CHECK(!raw->sample_format.empty(), "LoadOptions.raw.sample_format must be set");
-    ALTO_CHECK(raw->sample_rate > 0, "LoadOptions.raw.sample_rate must be > 0, got ",
+    ALTO_CHECK(!raw->sample_format.empty(), "DecodeOptions.raw.sample_format must be set");
+    ALTO_CHECK(raw->sample_rate > 0, "DecodeOptions.raw.sample_rate must be > 0, got ",
                raw->sample_rate);
-    ALTO_CHECK(raw->channels > 0, "LoadOptions.raw.channels must be > 0, got ", raw->channels);
+    ALTO_CHECK(raw->channels > 0, "DecodeOptions.raw.channels must be > 0, got ", raw->channels);
   }
 }
 
-std::string LoadOptions::to_string() const {
-  return detail::concat(
-      "LoadOptions(sample_rate=", sample_rate ? std::to_string(*sample_rate) : "None",
+std::string DecodeOptions::to_string() const {
+  return alto::detail::concat(
+      "DecodeOptions(sample_rate=", sample_rate ? std::to_string(*sample_rate) : "None",
       ", mono=", mono ? "True" : "False",
       ", channel=", channel ? std::to_string(*channel) : "None", ", offset=", offset,
       ", duration=", duration ? std::to_string(*duration) : "None",
-      ", resampler=", alto::to_string(resampler),
-      ", raw=", raw ? detail::concat("RawPcmFormat(sample_format=", raw->sample_format,
+      ", resampler=", audio::to_string(resampler),
+      ", raw=", raw ? alto::detail::concat("RawPcmFormat(sample_format=", raw->sample_format,
                                      ", sample_rate=", raw->sample_rate,
                                      ", channels=", raw->channels, ")")
                     : "None",
@@ -57,12 +57,12 @@ constexpr int64_t kLoadChunkFrames = 1 << 16;
 
 }  // namespace
 
-Audio load_audio(const std::string& path, const LoadOptions& options) {
+Audio load_audio(const std::string& path, const DecodeOptions& options) {
   AudioStreamReader reader(path, options, kLoadChunkFrames);
   return drain(reader);
 }
 
-Audio load_audio_from_memory(const void* data, size_t size, const LoadOptions& options,
+Audio load_audio_from_memory(const void* data, size_t size, const DecodeOptions& options,
                              const std::string& name) {
   AudioStreamReader reader(data, size, options, kLoadChunkFrames, name);
   return drain(reader);
@@ -76,4 +76,4 @@ AudioInfo probe_audio(const std::string& path) {
   return info;
 }
 
-}  // namespace alto
+}  // namespace alto::audio

@@ -9,7 +9,7 @@
 #include "alto/audio/audio.h"
 #include "alto/audio/resample.h"
 
-namespace alto {
+namespace alto::audio {
 
 /// Headerless PCM: FFmpeg's raw demuxer name for the sample format ("s16le", "s24le",
 /// "s32le", "f32le", "f64le", "u8", "s16be", ...), the rate and the channel count.
@@ -19,7 +19,7 @@ struct RawPcmFormat {
   int channels = 0;
 };
 
-struct LoadOptions {
+struct DecodeOptions {
   std::optional<int> sample_rate;   // resample to this rate; unset keeps the file's
   bool mono = false;                // downmix to one channel: the mean of all channels
   std::optional<int> channel;       // keep only this channel (0-based)
@@ -36,14 +36,14 @@ struct LoadOptions {
 /// Decodes `path` ("-" is standard input). WAV, FLAC, Ogg Vorbis/Opus, AIFF go through
 /// libsndfile; everything else (MP3, AAC/M4A, WebM/Opus, the audio of MP4/MKV video, raw PCM)
 /// through FFmpeg. Returns `[channels, frames]` float32 after the options are applied.
-Audio load_audio(const std::string& path, const LoadOptions& options = {});
+Audio load_audio(const std::string& path, const DecodeOptions& options = {});
 
 /// The same from an encoded file held in memory. `name` only labels error messages.
-Audio load_audio_from_memory(const void* data, size_t size, const LoadOptions& options = {},
+Audio load_audio_from_memory(const void* data, size_t size, const DecodeOptions& options = {},
                              const std::string& name = "<memory>");
 
 /// Container, codec, rate, channels and the exact decoded length of `path`.
 /// The length is counted by decoding, as FFmpeg reports it after encoder delay and padding.
 AudioInfo probe_audio(const std::string& path);
 
-}  // namespace alto
+}  // namespace alto::audio

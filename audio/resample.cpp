@@ -11,15 +11,15 @@ extern "C" {
 #include "alto/audio/internal/ffmpeg_util.h"
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::audio {
 
 std::string to_string(ResamplerEngine engine) {
   return engine == ResamplerEngine::kSoxr ? "soxr" : "swr";
 }
 
 std::string ResamplerOptions::to_string() const {
-  return detail::concat("ResamplerOptions(input_rate=", input_rate, ", output_rate=", output_rate,
-                        ", channels=", channels, ", engine=", alto::to_string(engine), ")");
+  return alto::detail::concat("ResamplerOptions(input_rate=", input_rate, ", output_rate=", output_rate,
+                        ", channels=", channels, ", engine=", audio::to_string(engine), ")");
 }
 
 struct Resampler::Impl {
@@ -60,7 +60,7 @@ detail::SwrPtr make_swr(const ResamplerOptions& o) {
     av_opt_set_double(swr.get(), "kaiser_beta", 14.0, 0);
   }
   int rc = swr_init(swr.get());
-  ALTO_CHECK_AS(Unsupported, rc >= 0, "cannot initialise the ", alto::to_string(o.engine),
+  ALTO_CHECK_AS(Unsupported, rc >= 0, "cannot initialise the ", audio::to_string(o.engine),
                 " resampler for ", o.to_string(), ": ", detail::av_error_text(rc),
                 o.engine == ResamplerEngine::kSoxr
                     ? " (this FFmpeg was built without libsoxr; use ResamplerEngine::kSwr)"
@@ -140,4 +140,4 @@ Audio resample(const Audio& audio, int output_rate, ResamplerEngine engine) {
   return out;
 }
 
-}  // namespace alto
+}  // namespace alto::audio

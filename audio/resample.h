@@ -6,7 +6,7 @@
 
 #include "alto/audio/audio.h"
 
-namespace alto {
+namespace alto::audio {
 
 enum class ResamplerEngine {
   kSoxr,  // libsoxr through libswresample: ~134 dB SNR, alias rejection ~ -144 dB (ffmpeg's soxr)
@@ -51,4 +51,4 @@ Audio resample(const Audio& audio, int output_rate,
 
 std::string to_string(ResamplerEngine engine);
 
-}  // namespace alto
+}  // namespace alto::audio

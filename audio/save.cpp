@@ -10,7 +10,7 @@
 
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::audio {
 
 SaveFormat SaveFormat::for_path(const std::string& path) {
   auto dot = path.find_last_of('.');
@@ -21,7 +21,7 @@ SaveFormat SaveFormat::for_path(const std::string& path) {
 
 std::string SaveFormat::to_string() const {
   const char* encodings[] = {"pcm16", "pcm24", "float32"};
-  return detail::concat("SaveFormat(file=", file == FileFormat::kWav ? "wav" : "flac",
+  return alto::detail::concat("SaveFormat(file=", file == FileFormat::kWav ? "wav" : "flac",
                         ", encoding=", encodings[static_cast<int>(encoding)], ")");
 }
 
@@ -105,4 +105,4 @@ void save_audio(const std::string& path, const Audio& audio, const SaveFormat& f
   ALTO_CHECK_AS(IoError, sf_close(file.release()) == 0, path, ": cannot finish writing");
 }
 
-}  // namespace alto
+}  // namespace alto::audio

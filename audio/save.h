@@ -5,7 +5,7 @@
 
 #include "alto/audio/audio.h"
 
-namespace alto {
+namespace alto::audio {
 
 enum class FileFormat { kWav, kFlac };
 enum class SampleEncoding { kPcm16, kPcm24, kFloat32 };  // FLAC takes kPcm16 or kPcm24
@@ -28,4 +28,4 @@ void save_audio(const std::string& path, const Audio& audio,
 FileFormat parse_file_format(const std::string& name);        // "wav" | "flac"
 SampleEncoding parse_sample_encoding(const std::string& bits);  // "16" | "24" | "32f"
 
-}  // namespace alto
+}  // namespace alto::audio

@@ -13,7 +13,7 @@
 #include "alto/audio/resample.h"
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::audio {
 namespace detail {
 
 std::unique_ptr<Decoder> open_decoder(const Source& source,
@@ -36,14 +36,14 @@ std::unique_ptr<Decoder> open_decoder(const Source& source,
 }  // namespace detail
 
 struct AudioStreamReader::Impl {
-  Impl(detail::Source source, const LoadOptions& options, int64_t chunk_frames)
+  Impl(detail::Source source, const DecodeOptions& options, int64_t chunk_frames)
       : source(std::move(source)), options(options), chunk_frames(chunk_frames) {
     ALTO_CHECK(chunk_frames > 0, "AudioStreamReader: chunk_frames must be > 0, got ",
                chunk_frames);
   }
 
   detail::Source source;
-  LoadOptions options;
+  DecodeOptions options;
   int64_t chunk_frames;
   std::unique_ptr<detail::Decoder> decoder;
   std::optional<Resampler> resampler;
@@ -61,7 +61,7 @@ struct AudioStreamReader::Impl {
     decoder = detail::open_decoder(source, options.raw);
     const AudioInfo& info = decoder->info();
     if (options.channel) {
-      ALTO_CHECK(*options.channel < info.channels, "LoadOptions.channel ", *options.channel,
+      ALTO_CHECK(*options.channel < info.channels, "DecodeOptions.channel ", *options.channel,
                  " is out of range: ", source.name, " has ", info.channels, " channel",
                  info.channels == 1 ? "" : "s");
     }
@@ -75,7 +75,7 @@ struct AudioStreamReader::Impl {
     const int64_t offset = std::llround(options.offset * info.sample_rate);
     if (options.duration) source_left = std::llround(*options.duration * info.sample_rate);
     if (offset > 0) {
-      ALTO_CHECK(info.frames < 0 || offset < info.frames, "LoadOptions.offset ", options.offset,
+      ALTO_CHECK(info.frames < 0 || offset < info.frames, "DecodeOptions.offset ", options.offset,
                  " s is past the end of ", source.name, " (", info.duration_seconds(), " s)");
       if (!decoder->seek(offset)) to_skip = offset;
     }
@@ -126,7 +126,7 @@ struct AudioStreamReader::Impl {
       if (block.frames == 0) return;
     }
     if (!got) {
-      ALTO_CHECK(to_skip == 0, "LoadOptions.offset ", options.offset, " s is past the end of ",
+      ALTO_CHECK(to_skip == 0, "DecodeOptions.offset ", options.offset, " s is past the end of ",
                  source.name);
       ALTO_CHECK_AS(IoError, source_read > 0, source.name,
                     options.offset > 0 ? ": no audio after the offset" : ": contains no audio samples");
@@ -154,13 +154,13 @@ struct AudioStreamReader::Impl {
   }
 };
 
-AudioStreamReader::AudioStreamReader(const std::string& path, const LoadOptions& options,
+AudioStreamReader::AudioStreamReader(const std::string& path, const DecodeOptions& options,
                                      int64_t chunk_frames)
     : impl_(std::make_unique<Impl>(detail::Source{path}, options, chunk_frames)) {
   impl_->open();
 }
 
-AudioStreamReader::AudioStreamReader(const void* data, size_t size, const LoadOptions& options,
+AudioStreamReader::AudioStreamReader(const void* data, size_t size, const DecodeOptions& options,
                                      int64_t chunk_frames, const std::string& name)
     : impl_(std::make_unique<Impl>(
           detail::Source{name, static_cast<const uint8_t*>(data), size}, options, chunk_frames)) {
@@ -177,4 +177,4 @@ const AudioInfo& AudioStreamReader::source_info() const { return impl_->decoder-
 int AudioStreamReader::sample_rate() const { return impl_->out_rate; }
 int AudioStreamReader::channels() const { return impl_->out_channels; }
 
-}  // namespace alto
+}  // namespace alto::audio

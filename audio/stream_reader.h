@@ -8,16 +8,16 @@
 #include "alto/audio/audio.h"
 #include "alto/audio/load.h"
 
-namespace alto {
+namespace alto::audio {
 
 /// Reads a file, a named pipe or standard input ("-") incrementally. Decoding, channel
 /// selection and resampling all happen chunk by chunk, and the concatenated chunks equal
 /// load_audio() with the same options sample for sample.
 class AudioStreamReader {
  public:
-  AudioStreamReader(const std::string& path, const LoadOptions& options, int64_t chunk_frames);
+  AudioStreamReader(const std::string& path, const DecodeOptions& options, int64_t chunk_frames);
   /// Reads from an encoded file held in memory; `data` must outlive the reader.
-  AudioStreamReader(const void* data, size_t size, const LoadOptions& options,
+  AudioStreamReader(const void* data, size_t size, const DecodeOptions& options,
                     int64_t chunk_frames, const std::string& name = "<memory>");
   ~AudioStreamReader();
   AudioStreamReader(AudioStreamReader&&) noexcept;
@@ -37,4 +37,4 @@ class AudioStreamReader {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace alto
+}  // namespace alto::audio

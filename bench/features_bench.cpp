@@ -16,7 +16,7 @@
 #include <string>
 
 #include "alto/audio/load.h"
-#include "alto/core/audio_tensor.h"
+#include "alto/audio/audio_tensor.h"
 #include "alto/core/threading.h"
 #include "alto/features/kaldi_fbank.h"
 #include "alto/features/mel_spectrogram.h"
@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
       if (std::strcmp(argv[i], "--write-input") == 0) raw = argv[i + 1];
       if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::stoi(argv[i + 1]);
     }
-    alto::LoadOptions load;
+    audio::DecodeOptions load;
     load.sample_rate = 16000;
     load.mono = true;
-    const torch::Tensor clip = alto::to_tensor(alto::load_audio(speech, load))[0];
+    const torch::Tensor clip = alto::audio::to_tensor(alto::audio::load_audio(speech, load))[0];
     // Tile the sample to the requested duration.
     const int64_t n = static_cast<int64_t>(seconds * 16000);
     const torch::Tensor x = clip.repeat({n / clip.numel() + 1}).slice(0, 0, n).contiguous();

@@ -23,11 +23,11 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/blas.h"
+#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
-#include "alto/models/whisper.h"
+#include "alto/models/whisper/whisper.h"
 
 namespace {
 
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
       else throw alto::InvalidArgument("unknown option " + flag);
     }
     const auto t_load = Clock::now();
-    const auto model = alto::models::Whisper::from_pretrained(model_dir);
+    const alto::models::Whisper model = *alto::models::Whisper::from_pretrained(model_dir);
     const double load_s = seconds_since(t_load);
     const torch::Tensor features =
         alto::SafetensorsFile(input_path).tensor("input_features").contiguous();

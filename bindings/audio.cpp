@@ -10,7 +10,7 @@
 #include "alto/audio/resample.h"
 #include "alto/audio/save.h"
 #include "alto/audio/stream_reader.h"
-#include "alto/core/audio_tensor.h"
+#include "alto/audio/audio_tensor.h"
 #include "bindings/common.h"
 
 namespace alto::python {
@@ -18,24 +18,24 @@ namespace alto::python {
 namespace {
 
 /// The decoded samples as a [channels, frames] float32 tensor that owns them: no copy.
-torch::Tensor to_owned_tensor(Audio&& audio) {
+torch::Tensor to_owned_tensor(audio::Audio&& audio) {
   if (audio.samples.empty()) return torch::zeros({audio.channels, audio.frames});
-  auto* owned = new Audio(std::move(audio));
+  auto* owned = new audio::Audio(std::move(audio));
   return torch::from_blob(
       owned->samples.data(), {owned->channels, owned->frames},
       [owned](void*) { delete owned; }, torch::kFloat32);
 }
 
-ResamplerEngine parse_engine(const std::string& name) {
-  if (name == "soxr") return ResamplerEngine::kSoxr;
-  if (name == "swr") return ResamplerEngine::kSwr;
+audio::ResamplerEngine parse_engine(const std::string& name) {
+  if (name == "soxr") return audio::ResamplerEngine::kSoxr;
+  if (name == "swr") return audio::ResamplerEngine::kSwr;
   throw InvalidArgument("resampler must be \"soxr\" or \"swr\", got \"" + name + "\"");
 }
 
-LoadOptions load_options(std::optional<int> sample_rate, bool mono, double offset,
+audio::DecodeOptions load_options(std::optional<int> sample_rate, bool mono, double offset,
                          std::optional<double> duration, std::optional<int> channel,
                          const std::string& resampler) {
-  LoadOptions o;
+  audio::DecodeOptions o;
   o.sample_rate = sample_rate;
   o.mono = mono;
   o.offset = offset;
@@ -47,13 +47,13 @@ LoadOptions load_options(std::optional<int> sample_rate, bool mono, double offse
 }
 
 /// [frames] or [channels, frames] floating samples as alto's planar audio.
-Audio audio_argument(const torch::Tensor& wave, int sample_rate, const char* what) {
+audio::Audio audio_argument(const torch::Tensor& wave, int sample_rate, const char* what) {
   floating(wave, std::string(what) + ": wave", 1, 2);
   check_finite(wave, std::string(what) + ": wave");
-  return audio_from_tensor(wave, sample_rate);
+  return audio::audio_from_tensor(wave, sample_rate);
 }
 
-py::dict info_dict(const AudioInfo& info) {
+py::dict info_dict(const audio::AudioInfo& info) {
   py::dict d;
   d["path"] = info.path;
   d["container"] = info.container;
@@ -69,11 +69,11 @@ py::dict info_dict(const AudioInfo& info) {
 /// several Python threads take turns instead of racing.
 class StreamReader {
  public:
-  StreamReader(const std::string& path, const LoadOptions& options, int64_t chunk_frames)
+  StreamReader(const std::string& path, const audio::DecodeOptions& options, int64_t chunk_frames)
       : reader_(path, options, chunk_frames) {}
 
   torch::Tensor next() {
-    Audio chunk;
+    audio::Audio chunk;
     bool more;
     {
       py::gil_scoped_release release;
@@ -84,11 +84,11 @@ class StreamReader {
     return to_owned_tensor(std::move(chunk));
   }
 
-  const AudioStreamReader& reader() const { return reader_; }
+  const audio::AudioStreamReader& reader() const { return reader_; }
 
  private:
   std::mutex mutex_;
-  AudioStreamReader reader_;
+  audio::AudioStreamReader reader_;
 };
 
 }  // namespace
@@ -99,12 +99,12 @@ void bind_audio(py::module_& m) {
       [](const std::string& path, std::optional<int> sample_rate, bool mono, double offset,
          std::optional<double> duration, std::optional<int> channel,
          const std::string& resampler) {
-        const LoadOptions options =
+        const audio::DecodeOptions options =
             load_options(sample_rate, mono, offset, duration, channel, resampler);
-        Audio audio;
+        audio::Audio audio;
         {
           py::gil_scoped_release release;
-          audio = load_audio(path, options);
+          audio = audio::load_audio(path, options);
         }
         const int rate = audio.sample_rate;
         return py::make_tuple(to_owned_tensor(std::move(audio)), rate);
@@ -116,7 +116,7 @@ void bind_audio(py::module_& m) {
 
 Args:
     path: the file ("-" reads standard input).
-    sample_rate: resample to this rate; None keeps the file's.
+    sample_rate: audio::resample to this rate; None keeps the file's.
     mono: downmix to one channel (the mean of all channels).
     offset: seconds to skip (seeks; the skipped part is not decoded).
     duration: seconds to read from the offset; None reads to the end.
@@ -133,10 +133,10 @@ Raises:
   m.def(
       "probe_audio",
       [](const std::string& path) {
-        AudioInfo info;
+        audio::AudioInfo info;
         {
           py::gil_scoped_release release;
-          info = probe_audio(path);
+          info = audio::probe_audio(path);
         }
         return info_dict(info);
       },
@@ -148,12 +148,12 @@ Raises:
       "save_audio",
       [](const std::string& path, const TensorArg& wave, int sample_rate,
          std::optional<std::string> format, const std::string& encoding) {
-        Audio audio = audio_argument(wave, sample_rate, "save_audio");
-        SaveFormat f = SaveFormat::for_path(path);
-        if (format) f.file = parse_file_format(*format);
-        f.encoding = parse_sample_encoding(encoding);
+        audio::Audio audio = audio_argument(wave, sample_rate, "save_audio");
+        audio::SaveFormat f = audio::SaveFormat::for_path(path);
+        if (format) f.file = audio::parse_file_format(*format);
+        f.encoding = audio::parse_sample_encoding(encoding);
         py::gil_scoped_release release;
-        save_audio(path, audio, f);
+        audio::save_audio(path, audio, f);
       },
       py::arg("path"), py::arg("wave"), py::arg("sample_rate"), py::arg("format") = py::none(),
       py::arg("encoding") = "16",
@@ -170,13 +170,13 @@ Raises alto.Error for NaN/Inf samples, an impossible encoding or an unwritable p
       "resample",
       [](const TensorArg& wave, int orig_sample_rate, int new_sample_rate,
          const std::string& resampler) {
-        Audio audio = audio_argument(wave, orig_sample_rate, "resample");
-        const ResamplerEngine engine = parse_engine(resampler);
+        audio::Audio audio = audio_argument(wave, orig_sample_rate, "resample");
+        const audio::ResamplerEngine engine = parse_engine(resampler);
         const bool mono = wave.tensor.dim() == 1;
-        Audio out;
+        audio::Audio out;
         {
           py::gil_scoped_release release;
-          out = resample(audio, new_sample_rate, engine);
+          out = audio::resample(audio, new_sample_rate, engine);
         }
         torch::Tensor result = to_owned_tensor(std::move(out));
         return mono ? result[0] : result;
@@ -190,7 +190,7 @@ Raises alto.Error for NaN/Inf samples, an impossible encoding or an unwritable p
   py::class_<StreamReader>(m, "AudioStreamReader", R"doc(Reads an audio file in fixed-size chunks.
 
 Decoding, channel selection and resampling all happen chunk by chunk; the concatenated chunks
-equal load_audio() with the same options sample for sample. Iterate over it::
+equal audio::load_audio() with the same options sample for sample. Iterate over it::
 
     for chunk in alto.AudioStreamReader("speech.flac", chunk_frames=16000, sample_rate=16000):
         ...  # chunk: torch.float32 [channels, <= chunk_frames]
@@ -200,7 +200,7 @@ A reader may be shared between threads; their next() calls take turns.)doc")
                        std::optional<int> sample_rate, bool mono, double offset,
                        std::optional<double> duration, std::optional<int> channel,
                        const std::string& resampler) {
-             const LoadOptions options =
+             const audio::DecodeOptions options =
                  load_options(sample_rate, mono, offset, duration, channel, resampler);
              py::gil_scoped_release release;
              return std::make_unique<StreamReader>(path, options, chunk_frames);

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "alto/models/checkpoint.h"
+#include "alto/core/checkpoint.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 #include "bindings/common.h"
 
@@ -121,9 +121,9 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
   cls.def_static(
          "from_pretrained",
          [](const std::string& dir, const std::string& device, const std::string& dtype) {
-           models::LoadOptions options;
-           options.device = models::parse_device(device);
-           options.dtype = models::parse_dtype(dtype);
+           alto::LoadOptions options;
+           options.device = alto::parse_device(device);
+           options.dtype = alto::parse_dtype(dtype);
            options.validate();
            py::gil_scoped_release release;
            return std::const_pointer_cast<AudioTokenizer>(AudioTokenizer::from_pretrained(dir, options));
@@ -131,6 +131,15 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
          py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
          "Loads a codec folder (config.json, model.safetensors). Raises alto.Unsupported naming "
          "the model_type for an architecture alto lacks.")
+      .def_static(
+          "model_types",
+          [] {
+            py::dict d;
+            for (const auto& key : tokenizers::audio_tokenizers().keys())
+              d[py::str(key)] = tokenizers::audio_tokenizers().find(key)->description;
+            return d;
+          },
+          "The registered codecs: {model_type: description}.")
       .def_property_readonly("model_type", &AudioTokenizer::model_type,
                              "config.json's model_type: \"encodec\", \"mimi\" or \"dac\".")
       .def_property_readonly("sample_rate", &AudioTokenizer::sample_rate, "Input/output sample rate.")

@@ -26,83 +26,58 @@ namespace {
 
 using namespace alto::features;  // NOLINT: this file binds that namespace
 
-/// One options field as a keyword argument: how to set it from Python and read it back.
+/// A Python keyword argument as an option value (None, bool, int, float or str).
+OptionValue option_value(py::handle h, const std::string& where) {
+  if (h.is_none()) return std::monostate{};
+  if (py::isinstance<py::bool_>(h)) return py::cast<bool>(h);
+  if (py::isinstance<py::int_>(h)) return py::cast<int64_t>(h);
+  if (py::isinstance<py::float_>(h)) return py::cast<double>(h);
+  if (py::isinstance<py::str>(h)) return py::cast<std::string>(h);
+  throw InvalidArgument(where + ": wrong type " +
+                        py::cast<std::string>(py::str(py::type::of(h).attr("__name__"))) +
+                        " (expected None, bool, int, float or str)");
+}
+
+py::object py_value(const OptionValue& v) {
+  struct ToPython {
+    py::object operator()(std::monostate) const { return py::none(); }
+    py::object operator()(bool b) const { return py::bool_(b); }
+    py::object operator()(int64_t i) const { return py::int_(i); }
+    py::object operator()(double d) const { return py::float_(d); }
+    py::object operator()(const std::string& s) const { return py::str(s); }
+  };
+  return std::visit(ToPython{}, v);
+}
+
+/// Options from keyword arguments through the struct's schema; an unknown keyword or a value of
+/// the wrong type is an alto.InvalidArgument naming the field.
 template <typename Options>
-struct Field {
-  std::string name;
-  std::function<void(Options&, py::handle)> set;
-  std::function<py::object(const Options&)> get;
-};
-
-template <typename Options>
-using Fields = std::vector<Field<Options>>;
-
-template <typename Options, typename T, typename Base>
-Field<Options> field(const char* name, T Base::*member) {
-  static_assert(std::is_base_of_v<Base, Options>);
-  return {name, [member](Options& o, py::handle h) { o.*member = py::cast<T>(h); },
-          [member](const Options& o) { return py::cast(o.*member); }};
-}
-
-/// An enum field spelled as the reference library's string ("povey", "reflect", ...).
-template <typename Options, typename E, typename Base>
-Field<Options> choice(const char* name, E Base::*member, E (*parse)(const std::string&),
-                      std::string (*print)(E)) {
-  return {name, [member, parse](Options& o, py::handle h) { o.*member = parse(py::cast<std::string>(h)); },
-          [member, print](const Options& o) { return py::cast(print(o.*member)); }};
-}
-
-PaddingSide parse_padding_side(const std::string& name) {
-  if (name == "right") return PaddingSide::kRight;
-  if (name == "left") return PaddingSide::kLeft;
-  throw InvalidArgument("padding_side must be \"right\" or \"left\", got \"" + name + "\"");
-}
-std::string padding_side_name(PaddingSide side) {
-  return side == PaddingSide::kRight ? "right" : "left";
-}
-
-/// Options from keyword arguments; an unknown keyword or a value of the wrong type is an
-/// alto.InvalidArgument naming the field.
-template <typename Options>
-Options options_from(const Fields<Options>& fields, const py::kwargs& kwargs, const char* type) {
-  Options o;
+Options options_from(const py::kwargs& kwargs) {
+  OptionValues values;
   for (auto item : kwargs) {
     const std::string key = py::cast<std::string>(item.first);
-    auto it = std::find_if(fields.begin(), fields.end(), [&](const auto& f) { return f.name == key; });
-    if (it == fields.end()) {
-      std::string known;
-      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.name;
-      throw InvalidArgument(std::string(type) + " has no option '" + key + "' (options: " + known +
-                            ")");
-    }
-    try {
-      it->set(o, item.second);
-    } catch (const py::cast_error&) {
-      throw InvalidArgument(std::string(type) + "." + key + ": wrong type " +
-                            py::cast<std::string>(py::str(py::type::of(item.second).attr("__name__"))) +
-                            ", expected the default's type (" +
-                            py::cast<std::string>(py::repr(it->get(Options{}))) + ")");
-    }
+    values[key] = option_value(item.second, Options::schema().type() + "." + key);
   }
-  return o;
+  return Options::schema().make(values);
 }
 
 template <typename Options>
-py::dict options_dict(const Fields<Options>& fields, const Options& o) {
+py::dict options_dict(const Options& o) {
   py::dict d;
-  for (const auto& f : fields) d[py::str(f.name)] = f.get(o);
+  for (const auto& [name, value] : Options::schema().values(o)) d[py::str(name)] = py_value(value);
   return d;
 }
 
-/// "Options (defaults): a=1, b='x', ..." for a class docstring.
+/// "Keyword options (with their defaults): a=1, b='x', ..." for a class docstring.
 template <typename Options>
-std::string options_doc(const Fields<Options>& fields) {
-  const Options defaults;
+std::string options_doc() {
+  const auto values = Options::schema().values(Options{});
   std::string doc = "\n\nKeyword options (with their defaults):\n    ";
   size_t column = 4;
-  for (size_t i = 0; i < fields.size(); ++i) {
-    std::string item = fields[i].name + "=" + py::cast<std::string>(py::repr(fields[i].get(defaults)));
-    if (i + 1 < fields.size()) item += ", ";
+  for (size_t i = 0; i < values.size(); ++i) {
+    std::string item =
+        values[i].first + "=" + py::cast<std::string>(py::repr(py_value(values[i].second)));
+    if (i + 1 < values.size()) item += ", ";
     if (column + item.size() > 96) {
       doc += "\n    ";
       column = 4;
@@ -111,121 +86,6 @@ std::string options_doc(const Fields<Options>& fields) {
     column += item.size();
   }
   return doc;
-}
-
-template <typename Options>
-void add_kaldi_fields(Fields<Options>& f) {
-  f.push_back(field<Options>("sample_frequency", &KaldiFbankOptions::sample_frequency));
-  f.push_back(field<Options>("frame_length", &KaldiFbankOptions::frame_length));
-  f.push_back(field<Options>("frame_shift", &KaldiFbankOptions::frame_shift));
-  f.push_back(field<Options>("dither", &KaldiFbankOptions::dither));
-  f.push_back(field<Options>("dither_seed", &KaldiFbankOptions::dither_seed));
-  f.push_back(field<Options>("preemphasis_coefficient", &KaldiFbankOptions::preemphasis_coefficient));
-  f.push_back(field<Options>("remove_dc_offset", &KaldiFbankOptions::remove_dc_offset));
-  f.push_back(choice<Options>("window_type", &KaldiFbankOptions::window_type, parse_window_type,
-                              static_cast<std::string (*)(WindowType)>(to_string)));
-  f.push_back(field<Options>("blackman_coeff", &KaldiFbankOptions::blackman_coeff));
-  f.push_back(field<Options>("round_to_power_of_two", &KaldiFbankOptions::round_to_power_of_two));
-  f.push_back(field<Options>("snip_edges", &KaldiFbankOptions::snip_edges));
-  f.push_back(field<Options>("energy_floor", &KaldiFbankOptions::energy_floor));
-  f.push_back(field<Options>("raw_energy", &KaldiFbankOptions::raw_energy));
-  f.push_back(field<Options>("use_energy", &KaldiFbankOptions::use_energy));
-  f.push_back(field<Options>("htk_compat", &KaldiFbankOptions::htk_compat));
-  f.push_back(field<Options>("low_freq", &KaldiFbankOptions::low_freq));
-  f.push_back(field<Options>("high_freq", &KaldiFbankOptions::high_freq));
-  f.push_back(field<Options>("num_mel_bins", &KaldiFbankOptions::num_mel_bins));
-  f.push_back(field<Options>("subtract_mean", &KaldiFbankOptions::subtract_mean));
-  f.push_back(field<Options>("min_duration", &KaldiFbankOptions::min_duration));
-}
-
-Fields<KaldiFbankOptions> fbank_fields() {
-  Fields<KaldiFbankOptions> f;
-  add_kaldi_fields(f);
-  f.push_back(field<KaldiFbankOptions>("use_log_fbank", &KaldiFbankOptions::use_log_fbank));
-  f.push_back(field<KaldiFbankOptions>("use_power", &KaldiFbankOptions::use_power));
-  return f;
-}
-
-Fields<KaldiMfccOptions> mfcc_fields() {
-  Fields<KaldiMfccOptions> f;
-  add_kaldi_fields(f);
-  f.push_back(field<KaldiMfccOptions>("num_ceps", &KaldiMfccOptions::num_ceps));
-  f.push_back(field<KaldiMfccOptions>("cepstral_lifter", &KaldiMfccOptions::cepstral_lifter));
-  return f;
-}
-
-Fields<MelSpectrogramOptions> mel_spectrogram_fields() {
-  using O = MelSpectrogramOptions;
-  return {field<O>("sample_rate", &O::sample_rate),
-          field<O>("n_fft", &O::n_fft),
-          field<O>("win_length", &O::win_length),
-          field<O>("hop_length", &O::hop_length),
-          field<O>("f_min", &O::f_min),
-          field<O>("f_max", &O::f_max),
-          field<O>("n_mels", &O::n_mels),
-          field<O>("power", &O::power),
-          field<O>("normalized", &O::normalized),
-          field<O>("center", &O::center),
-          choice<O>("pad_mode", &O::pad_mode, parse_pad_mode,
-                    static_cast<std::string (*)(PadMode)>(to_string)),
-          choice<O>("norm", &O::norm, parse_mel_norm,
-                    static_cast<std::string (*)(MelNorm)>(to_string)),
-          choice<O>("mel_scale", &O::mel_scale, parse_mel_scale,
-                    static_cast<std::string (*)(MelScale)>(to_string))};
-}
-
-Fields<WhisperFeatureExtractorOptions> whisper_fields() {
-  using O = WhisperFeatureExtractorOptions;
-  return {field<O>("feature_size", &O::feature_size),
-          field<O>("sampling_rate", &O::sampling_rate),
-          field<O>("hop_length", &O::hop_length),
-          field<O>("chunk_length", &O::chunk_length),
-          field<O>("n_fft", &O::n_fft),
-          field<O>("padding_value", &O::padding_value),
-          field<O>("dither", &O::dither),
-          field<O>("dither_seed", &O::dither_seed),
-          field<O>("return_attention_mask", &O::return_attention_mask),
-          field<O>("do_normalize", &O::do_normalize),
-          choice<O>("padding_side", &O::padding_side, parse_padding_side, padding_side_name),
-          field<O>("clamp_dynamic_range", &O::clamp_dynamic_range)};
-}
-
-Fields<SeamlessM4TFeatureExtractorOptions> seamless_fields() {
-  using O = SeamlessM4TFeatureExtractorOptions;
-  return {field<O>("feature_size", &O::feature_size),
-          field<O>("sampling_rate", &O::sampling_rate),
-          field<O>("num_mel_bins", &O::num_mel_bins),
-          field<O>("padding_value", &O::padding_value),
-          field<O>("stride", &O::stride),
-          field<O>("return_attention_mask", &O::return_attention_mask),
-          field<O>("do_normalize_per_mel_bins", &O::do_normalize_per_mel_bins),
-          choice<O>("padding_side", &O::padding_side, parse_padding_side, padding_side_name)};
-}
-
-Fields<Wav2Vec2FeatureExtractorOptions> wav2vec2_fields() {
-  using O = Wav2Vec2FeatureExtractorOptions;
-  return {field<O>("feature_size", &O::feature_size),
-          field<O>("sampling_rate", &O::sampling_rate),
-          field<O>("padding_value", &O::padding_value),
-          field<O>("do_normalize", &O::do_normalize),
-          field<O>("return_attention_mask", &O::return_attention_mask),
-          choice<O>("padding_side", &O::padding_side, parse_padding_side, padding_side_name)};
-}
-
-Fields<StftOptions> stft_fields() {
-  using O = StftOptions;
-  return {field<O>("n_fft", &O::n_fft),
-          field<O>("hop_length", &O::hop_length),
-          field<O>("win_length", &O::win_length),
-          choice<O>("window", &O::window, parse_window_type,
-                    static_cast<std::string (*)(WindowType)>(to_string)),
-          field<O>("periodic", &O::periodic),
-          field<O>("center", &O::center),
-          choice<O>("pad_mode", &O::pad_mode, parse_pad_mode,
-                    static_cast<std::string (*)(PadMode)>(to_string)),
-          field<O>("normalized", &O::normalized),
-          field<O>("onesided", &O::onesided),
-          field<O>("power", &O::power)};
 }
 
 /// transformers' `padding` argument: None (the extractor's default), a bool or a strategy name.
@@ -305,16 +165,16 @@ torch::Tensor wave_of(const TensorArg& wave, const char* what) {
   return floating(wave.tensor, std::string(what) + ": wave", 1, 2);
 }
 
-template <typename Extractor, typename Options, typename Holder>
-void bind_options_api(py::class_<Extractor, FeatureExtractor, Holder>& cls,
-                      const Fields<Options>& fields, const char* type) {
-  cls.def(py::init([fields, type](const py::kwargs& kwargs) {
-            return std::make_shared<Extractor>(options_from(fields, kwargs, type));
+template <typename Extractor, typename Holder>
+void bind_options_api(py::class_<Extractor, FeatureExtractor, Holder>& cls) {
+  using Options = typename Extractor::Options;
+  cls.def(py::init([](const py::kwargs& kwargs) {
+            return std::make_shared<Extractor>(options_from<Options>(kwargs));
           }),
           "Builds the extractor from keyword options (see the class docstring); the options "
           "are validated here and errors name the field.")
       .def_property_readonly(
-          "options", [fields](const Extractor& e) { return options_dict(fields, e.options()); },
+          "options", [](const Extractor& e) { return options_dict(e.options()); },
           "The options as a dict of keyword arguments (pass it back with **).");
 }
 
@@ -342,7 +202,7 @@ Extractors are immutable and may be called from several threads at once.)doc");
           "from_pretrained",
           [](const std::string& dir) {
             py::gil_scoped_release release;
-            return Holder(FeatureExtractor::from_pretrained(dir));
+            return std::const_pointer_cast<FeatureExtractor>(FeatureExtractor::from_pretrained(dir));
           },
           py::arg("dir"),
           "Builds the extractor a preprocessor_config.json (or the model folder holding it) "
@@ -368,14 +228,44 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       .def("__repr__", &FeatureExtractor::to_string);
   top.attr("FeatureExtractor") = base;
 
-  const auto fbank = fbank_fields();
+  m.def(
+      "extractors",
+      [] {
+        py::dict d;
+        for (const auto& name : feature_extractors().keys()) {
+          const FeatureExtractorEntry& e = *feature_extractors().find(name);
+          py::dict options;
+          for (const auto& f : e.fields) options[py::str(f.name)] = f.default_text;
+          d[py::str(name)] = py::dict(py::arg("transformers_type") = e.transformers_type,
+                                      py::arg("description") = e.description,
+                                      py::arg("options") = options);
+        }
+        return d;
+      },
+      "The registered extractors: {name: {transformers_type, description, options: {name: "
+      "default as text}}}, what ``alto features --extractor`` offers.");
+  m.def(
+      "create",
+      [](const std::string& name, const py::kwargs& kwargs) {
+        const FeatureExtractorEntry& entry = feature_extractors().at(name, "create");
+        OptionValues values;
+        for (auto item : kwargs) {
+          const std::string key = py::cast<std::string>(item.first);
+          values[key] = option_value(item.second, name + "." + key);
+        }
+        return std::const_pointer_cast<FeatureExtractor>(entry.create(values));
+      },
+      py::arg("name"),
+      "Builds a registered extractor by name (\"kaldi-fbank\", \"mel\", ...) from keyword "
+      "options: ``alto.features.create(\"mel\", sample_rate=22050, n_mels=80)``.");
+
   py::class_<KaldiFbank, FeatureExtractor, std::shared_ptr<KaldiFbank>> kaldi_fbank(
       m, "KaldiFbank",
       ("Kaldi filterbank features equal to torchaudio.compliance.kaldi.fbank (its argument "
        "names and defaults).\n\ncompute(wave) -> [frames, num_mel_bins] float32." +
-       options_doc(fbank))
+       options_doc<KaldiFbank::Options>())
           .c_str());
-  bind_options_api(kaldi_fbank, fbank, "KaldiFbank");
+  bind_options_api(kaldi_fbank);
   kaldi_fbank.def(
       "compute",
       [](const KaldiFbank& e, const TensorArg& wave) { return e.compute(wave_of(wave, "KaldiFbank")); },
@@ -383,27 +273,25 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       "wave: [samples] (or [1, samples]) floating point at sample_frequency -> [frames, "
       "num_mel_bins (+1 with use_energy)] float32. Raises alto.Error for NaN/Inf or empty input.");
 
-  const auto mfcc = mfcc_fields();
   py::class_<KaldiMfcc, FeatureExtractor, std::shared_ptr<KaldiMfcc>> kaldi_mfcc(
       m, "KaldiMfcc",
       ("Kaldi MFCCs equal to torchaudio.compliance.kaldi.mfcc.\n\ncompute(wave) -> [frames, "
-       "num_ceps] float32." + options_doc(mfcc))
+       "num_ceps] float32." + options_doc<KaldiMfcc::Options>())
           .c_str());
-  bind_options_api(kaldi_mfcc, mfcc, "KaldiMfcc");
+  bind_options_api(kaldi_mfcc);
   kaldi_mfcc.def(
       "compute",
       [](const KaldiMfcc& e, const TensorArg& wave) { return e.compute(wave_of(wave, "KaldiMfcc")); },
       py::arg("wave"), py::call_guard<py::gil_scoped_release>(),
       "wave: [samples] floating point -> [frames, num_ceps] float32.");
 
-  const auto mel = mel_spectrogram_fields();
   py::class_<MelSpectrogram, FeatureExtractor, std::shared_ptr<MelSpectrogram>> mel_spectrogram(
       m, "MelSpectrogram",
       ("A mel spectrogram equal to torchaudio.transforms.MelSpectrogram (its arguments; the "
        "window is a periodic Hann; norm None is \"none\").\n\ncompute(wave) -> [n_mels, frames] "
-       "float32 (linear power)." + options_doc(mel))
+       "float32 (linear power)." + options_doc<MelSpectrogram::Options>())
           .c_str());
-  bind_options_api(mel_spectrogram, mel, "MelSpectrogram");
+  bind_options_api(mel_spectrogram);
   mel_spectrogram
       .def(
           "compute",
@@ -415,14 +303,13 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       .def_property_readonly("mel_filters", &MelSpectrogram::mel_filters,
                              "[n_fft / 2 + 1, n_mels] float64, torchaudio's melscale_fbanks.");
 
-  const auto whisper = whisper_fields();
   py::class_<WhisperFeatureExtractor, FeatureExtractor, std::shared_ptr<WhisperFeatureExtractor>>
       whisper_fe(m, "WhisperFeatureExtractor",
                  ("Whisper's log-mel spectrogram as transformers' WhisperFeatureExtractor "
                   "(preprocessor_config.json's field names).\n\ncompute(wave) -> [feature_size, "
-                  "3000] for 30 s of padding/truncation." + options_doc(whisper))
+                  "3000] for 30 s of padding/truncation." + options_doc<WhisperFeatureExtractor::Options>())
                      .c_str());
-  bind_options_api(whisper_fe, whisper, "WhisperFeatureExtractor");
+  bind_options_api(whisper_fe);
   whisper_fe
       .def(
           "compute",
@@ -441,14 +328,13 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
                              "[n_fft / 2 + 1, feature_size] float64, transformers' "
                              "mel_filter_bank.");
 
-  const auto seamless = seamless_fields();
   py::class_<SeamlessM4TFeatureExtractor, FeatureExtractor,
              std::shared_ptr<SeamlessM4TFeatureExtractor>>
       seamless_fe(m, "SeamlessM4TFeatureExtractor",
                   ("SeamlessM4T / w2v-BERT 2.0 inputs as transformers' "
-                   "SeamlessM4TFeatureExtractor." + options_doc(seamless))
+                   "SeamlessM4TFeatureExtractor." + options_doc<SeamlessM4TFeatureExtractor::Options>())
                       .c_str());
-  bind_options_api(seamless_fe, seamless, "SeamlessM4TFeatureExtractor");
+  bind_options_api(seamless_fe);
   seamless_fe
       .def(
           "compute",
@@ -471,13 +357,12 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
           py::arg("wave"), py::call_guard<py::gil_scoped_release>(),
           "The log-mel fbank before normalisation and stacking: [frames, num_mel_bins].");
 
-  const auto wav2vec2 = wav2vec2_fields();
   py::class_<Wav2Vec2FeatureExtractor, FeatureExtractor, std::shared_ptr<Wav2Vec2FeatureExtractor>>
       wav2vec2_fe(m, "Wav2Vec2FeatureExtractor",
                   ("Wav2Vec2 / HuBERT / WavLM inputs as transformers' Wav2Vec2FeatureExtractor." +
-                   options_doc(wav2vec2))
+                   options_doc<Wav2Vec2FeatureExtractor::Options>())
                       .c_str());
-  bind_options_api(wav2vec2_fe, wav2vec2, "Wav2Vec2FeatureExtractor");
+  bind_options_api(wav2vec2_fe);
   wav2vec2_fe.def(
       "compute",
       [](const Wav2Vec2FeatureExtractor& e, const TensorArg& wave) {
@@ -486,15 +371,14 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       py::arg("wave"), py::call_guard<py::gil_scoped_release>(),
       "wave: [samples] -> input_values [samples] (zero mean, unit variance with do_normalize).");
 
-  const auto stft = stft_fields();
   py::class_<Stft, std::shared_ptr<Stft>>(
       m, "Stft",
       ("torch.stft on FFTW (its argument names; window is a name, \"hann\" by default, "
        "periodic like torch.hann_window).\n\ncompute(wave) -> [(batch,) n_freq, frames], "
-       "complex64, or float32 with power=1 (magnitude) / 2 (power)." + options_doc(stft))
+       "complex64, or float32 with power=1 (magnitude) / 2 (power)." + options_doc<StftOptions>())
           .c_str())
-      .def(py::init([stft](const py::kwargs& kwargs) {
-             return std::make_shared<Stft>(options_from(stft, kwargs, "Stft"));
+      .def(py::init([](const py::kwargs& kwargs) {
+             return std::make_shared<Stft>(options_from<StftOptions>(kwargs));
            }),
            "Builds the transform from keyword options; errors name the field.")
       .def(
@@ -514,17 +398,17 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
           "window", [](const Stft& s) { return torch::tensor(s.window()); },
           "The window as applied (length n_fft), float32.")
       .def_property_readonly(
-          "options", [stft](const Stft& s) { return options_dict(stft, s.options()); },
+          "options", [](const Stft& s) { return options_dict(s.options()); },
           "The options as a dict of keyword arguments.")
       .def("__repr__", [](const Stft& s) { return s.options().to_string(); });
 
   py::class_<InverseStft, std::shared_ptr<InverseStft>>(
       m, "InverseStft",
       ("torch.istft: overlap-add of the inverse transforms divided by the summed squared window. "
-       "Takes Stft's options (power must be None; onesided input only)." + options_doc(stft))
+       "Takes Stft's options (power must be None; onesided input only)." + options_doc<StftOptions>())
           .c_str())
-      .def(py::init([stft](const py::kwargs& kwargs) {
-             return std::make_shared<InverseStft>(options_from(stft, kwargs, "InverseStft"));
+      .def(py::init([](const py::kwargs& kwargs) {
+             return std::make_shared<InverseStft>(options_from<StftOptions>(kwargs));
            }),
            "Builds the transform from keyword options; errors name the field.")
       .def(

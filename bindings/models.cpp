@@ -10,10 +10,10 @@
 
 #include "alto/features/feature_extractor.h"
 #include "alto/features/whisper_feature_extractor.h"
-#include "alto/models/checkpoint.h"
-#include "alto/models/whisper.h"
-#include "alto/models/whisper_decoding.h"
-#include "alto/models/whisper_transcriber.h"
+#include "alto/core/checkpoint.h"
+#include "alto/models/whisper/whisper.h"
+#include "alto/models/whisper/decoding.h"
+#include "alto/models/whisper/transcriber.h"
 #include "alto/tokenizers/bpe_tokenizer.h"
 #include "bindings/common.h"
 
@@ -42,8 +42,8 @@ py::dict intermediates_dict(const Intermediates& intermediates) {
 /// model itself is immutable; the lazily built parts are guarded by one lock.
 class PyWhisper {
  public:
-  PyWhisper(std::string dir, const models::LoadOptions& options)
-      : dir_(std::move(dir)), model_(Whisper::from_pretrained(dir_, options)) {}
+  PyWhisper(std::string dir, const alto::LoadOptions& options)
+      : dir_(std::move(dir)), model_(*Whisper::from_pretrained(dir_, options)) {}
 
   const Whisper& model() const { return model_; }
 
@@ -70,12 +70,12 @@ class PyWhisper {
     auto it = transcribers_.find(source);
     if (it == transcribers_.end()) {
       auto extractor = features::FeatureExtractor::from_pretrained(dir_);
-      auto* whisper = dynamic_cast<features::WhisperFeatureExtractor*>(extractor.get());
+      const auto* whisper = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor.get());
       ALTO_CHECK(whisper, dir_, "/preprocessor_config.json: expected a WhisperFeatureExtractor, got ",
                  extractor->name());
       it = transcribers_
                .emplace(source, std::make_unique<models::WhisperTranscriber>(
-                                    model_, *whisper, BpeTokenizer::from_pretrained(source),
+                                    model_, *whisper, *tokenizers::BpeTokenizer::from_pretrained(source),
                                     models::WhisperGenerationConfig::from_json(dir_)))
                .first;
     }
@@ -191,9 +191,9 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
       .def_static(
           "from_pretrained",
           [](const std::string& dir, const std::string& device, const std::string& dtype) {
-            models::LoadOptions options;
-            options.device = models::parse_device(device);
-            options.dtype = models::parse_dtype(dtype);
+            alto::LoadOptions options;
+            options.device = alto::parse_device(device);
+            options.dtype = alto::parse_dtype(dtype);
             options.validate();
             py::gil_scoped_release release;
             return std::make_shared<PyWhisper>(dir, options);
@@ -208,7 +208,7 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
           "device", [](const PyWhisper& w) { return w.model().load_options().device.str(); },
           "The device the weights live on.")
       .def_property_readonly(
-          "dtype", [](const PyWhisper& w) { return models::dtype_name(w.model().load_options().dtype); },
+          "dtype", [](const PyWhisper& w) { return alto::dtype_name(w.model().load_options().dtype); },
           "The compute dtype.")
       .def(
           "encode",

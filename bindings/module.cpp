@@ -12,7 +12,7 @@ torch.Tensor (call .numpy() on a CPU result for a numpy view of the same memory)
 alto.Error (subclasses InvalidArgument, IoError, Unsupported) with alto's message. The GIL is
 released during long C++ work and the objects are safe to use from several threads.
 
-Modules: alto (audio I/O, safetensors, FeatureExtractor, AudioTokenizer, BpeTokenizer),
+Modules: alto (audio I/O, safetensors, FeatureExtractor, AudioTokenizer, tokenizers::BpeTokenizer),
 alto.features, alto.models, alto.tokenizers.)doc";
   // torch's Python types (torch.Tensor) must exist before a tensor crosses.
   py::module_::import("torch");

@@ -5,10 +5,22 @@
 #include <string>
 #include <vector>
 
+#include "alto/models/whisper/decoding.h"
 #include "alto/tokenizers/bpe_tokenizer.h"
 #include "bindings/common.h"
 
 namespace alto::python {
+
+namespace {
+
+using tokenizers::BpeTokenizer;
+
+/// Whisper's special tokens as this tokenizer names them (the Whisper layer over the BPE).
+models::WhisperSpecialTokens whisper(const BpeTokenizer& t) {
+  return models::WhisperSpecialTokens::from_tokenizer(t);
+}
+
+}  // namespace
 
 namespace {
 
@@ -42,7 +54,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
          "from_pretrained",
          [](const std::string& path) {
            py::gil_scoped_release release;
-           return std::make_shared<BpeTokenizer>(BpeTokenizer::from_pretrained(path));
+           return std::const_pointer_cast<BpeTokenizer>(BpeTokenizer::from_pretrained(path));
          },
          py::arg("path"),
          "A folder with tokenizer.json, or vocab.json + merges.txt (+ added_tokens.json), or an "
@@ -55,7 +67,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           "decode",
           [](const BpeTokenizer& t, const py::object& ids, bool skip_special_tokens,
              bool with_timestamps) {
-            BpeDecodeOptions o;
+            tokenizers::BpeDecodeOptions o;
             o.skip_special_tokens = skip_special_tokens;
             o.with_timestamps = with_timestamps;
             const std::vector<int64_t> list = ids_of(ids);
@@ -77,7 +89,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           "offsets",
           [](const BpeTokenizer& t, const py::object& ids) {
             py::list out;
-            for (const BpeOffset& o : t.offsets(ids_of(ids))) {
+            for (const tokenizers::BpeOffset& o : t.offsets(ids_of(ids))) {
               py::dict d;
               d["text"] = o.text;
               d["timestamp"] = py::make_tuple(o.start, o.end);
@@ -92,18 +104,21 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
       .def("token_to_id", &BpeTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
       .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"), "The token string of an id.")
       .def("is_special", &BpeTokenizer::is_special, py::arg("id"), "Whether an id is an added (special) token.")
-      .def("language_token", &BpeTokenizer::language_token, py::arg("code"),
-           "The id of <|code|>; alto.InvalidArgument for an unknown code.")
-      .def_property_readonly("languages", &BpeTokenizer::languages, "Language codes in token order.")
-      .def_property_readonly("eot", &BpeTokenizer::eot, "The id of <|endoftext|>.")
-      .def_property_readonly("sot", &BpeTokenizer::sot, "The id of <|startoftranscript|>.")
-      .def_property_readonly("transcribe", &BpeTokenizer::transcribe, "The id of <|transcribe|>.")
-      .def_property_readonly("translate", &BpeTokenizer::translate, "The id of <|translate|>.")
-      .def_property_readonly("start_of_lm", &BpeTokenizer::start_of_lm, "The id of <|startoflm|>.")
-      .def_property_readonly("start_of_prev", &BpeTokenizer::start_of_prev, "The id of <|startofprev|>.")
-      .def_property_readonly("no_speech", &BpeTokenizer::no_speech, "The id of <|nospeech|> (or <|nocaptions|>).")
-      .def_property_readonly("no_timestamps", &BpeTokenizer::no_timestamps, "The id of <|notimestamps|>.")
-      .def_property_readonly("timestamp_begin", &BpeTokenizer::timestamp_begin, "The id of <|0.00|>, the first timestamp.");
+      .def(
+          "language_token",
+          [](const BpeTokenizer& t, const std::string& code) { return whisper(t).language_token(code); },
+          py::arg("code"), "The id of a Whisper language token (<|en|>); alto.InvalidArgument for an unknown code.")
+      .def_property_readonly("languages", [](const BpeTokenizer& t) { return whisper(t).languages; },
+                             "Whisper language codes in token order.")
+      .def_property_readonly("eot", [](const BpeTokenizer& t) { return whisper(t).eot; }, "The id of <|endoftext|>.")
+      .def_property_readonly("sot", [](const BpeTokenizer& t) { return whisper(t).sot; }, "The id of <|startoftranscript|>.")
+      .def_property_readonly("transcribe", [](const BpeTokenizer& t) { return whisper(t).transcribe; }, "The id of <|transcribe|>.")
+      .def_property_readonly("translate", [](const BpeTokenizer& t) { return whisper(t).translate; }, "The id of <|translate|>.")
+      .def_property_readonly("start_of_lm", [](const BpeTokenizer& t) { return whisper(t).start_of_lm; }, "The id of <|startoflm|>.")
+      .def_property_readonly("start_of_prev", [](const BpeTokenizer& t) { return whisper(t).start_of_prev; }, "The id of <|startofprev|>.")
+      .def_property_readonly("no_speech", [](const BpeTokenizer& t) { return whisper(t).no_speech; }, "The id of <|nospeech|> (or <|nocaptions|>).")
+      .def_property_readonly("no_timestamps", [](const BpeTokenizer& t) { return whisper(t).no_timestamps; }, "The id of <|notimestamps|>.")
+      .def_property_readonly("timestamp_begin", [](const BpeTokenizer& t) { return whisper(t).timestamp_begin; }, "The id of <|0.00|>, the first timestamp.");
   top.attr("BpeTokenizer") = bpe;
 }
 

@@ -13,7 +13,7 @@
 
 #include "alto/audio/load.h"
 #include "alto/audio/save.h"
-#include "alto/core/audio_tensor.h"
+#include "alto/audio/audio_tensor.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
@@ -33,9 +33,9 @@ struct CodecArgs {
   bool stream = false;
 
   std::shared_ptr<const AudioTokenizer> load() const {
-    models::LoadOptions o;
-    o.device = models::parse_device(device);
-    o.dtype = models::parse_dtype(dtype);
+    LoadOptions o;
+    o.device = alto::parse_device(device);
+    o.dtype = alto::parse_dtype(dtype);
     return AudioTokenizer::from_pretrained(model, o);
   }
 };
@@ -43,9 +43,6 @@ struct CodecArgs {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// EnCodec's codes carry a leading chunk axis ([chunks, batch, K, T]); Mimi's and DAC's do not.
-bool chunked_layout(const AudioTokenizer& codec) { return codec.model_type() == "encodec"; }
 
 // Samples streamed per step: about 80 ms, a whole number of frames.
 int64_t stream_chunk(const AudioTokenizer& codec) {
@@ -56,10 +53,10 @@ int64_t stream_chunk(const AudioTokenizer& codec) {
 // [1, channels, n] at the codec's rate: resampled by alto's loader; channels remixed to the
 // codec's (a mono codec takes the mean of all channels, a stereo one a mono file twice).
 torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
-  alto::LoadOptions load;
+  audio::DecodeOptions load;
   load.sample_rate = static_cast<int>(codec.sample_rate());
   load.mono = codec.channels() == 1;
-  torch::Tensor audio = to_tensor(load_audio(path, load));
+  torch::Tensor audio = audio::to_tensor(audio::load_audio(path, load));
   if (audio.size(0) == 1 && codec.channels() > 1) audio = audio.expand({codec.channels(), -1});
   ALTO_CHECK(audio.size(0) == codec.channels(), path, " has ", audio.size(0),
              " channels; the ", codec.model_type(), " model takes ", codec.channels());
@@ -85,7 +82,7 @@ void run_encode(const CodecArgs& a) {
           stream->encode_step(audio.narrow(2, offset, std::min(chunk, audio.size(2) - offset))));
     if (torch::Tensor last = stream->encode_flush(); last.defined()) parts.push_back(last);
     codes.codes = torch::cat(parts, 2);
-    if (chunked_layout(*codec)) codes.codes = codes.codes.unsqueeze(0);
+    if (codec->chunked_codes()) codes.codes = codes.codes.unsqueeze(0);
     codes.num_samples = audio.size(2);
   } else {
     codes = codec->encode(audio, options);
@@ -128,7 +125,7 @@ void run_decode(const CodecArgs& a) {
   }
   torch::Tensor audio;
   if (a.stream) {
-    const bool chunked = chunked_layout(*codec);
+    const bool chunked = codec->chunked_codes();
     ALTO_CHECK(!chunked || (codes.codes.dim() == 4 && codes.codes.size(0) == 1), a.input,
                ": streaming decode takes codes [1, batch, K, frames] (one chunk), got ",
                codes.codes.sizes());
@@ -152,9 +149,9 @@ void run_decode(const CodecArgs& a) {
   if (wav) {
     ALTO_CHECK(audio.size(0) == 1, "alto decode writes one waveform to a .wav; the codes hold ",
                audio.size(0), " (use .safetensors)");
-    SaveFormat format;
-    format.encoding = SampleEncoding::kFloat32;
-    save_audio(a.output, audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
+    audio::SaveFormat format;
+    format.encoding = audio::SampleEncoding::kFloat32;
+    audio::save_audio(a.output, audio::audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
                format);
   } else {
     save_safetensors(a.output, {{"audio", audio}},

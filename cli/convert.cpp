@@ -33,14 +33,14 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--bits", args->bits, "16, 24 or 32f (32-bit float, WAV only)")
       ->check(CLI::IsMember({"16", "24", "32f"}));
   cmd->callback([args] {
-    LoadOptions options;
+    audio::DecodeOptions options;
     options.sample_rate = args->sample_rate;
     options.mono = args->mono;
-    Audio audio = load_audio(args->input, options);
-    SaveFormat format = SaveFormat::for_path(args->output);
-    if (!args->format.empty()) format.file = parse_file_format(args->format);
-    format.encoding = parse_sample_encoding(args->bits);
-    save_audio(args->output, audio, format);
+    audio::Audio audio = audio::load_audio(args->input, options);
+    audio::SaveFormat format = audio::SaveFormat::for_path(args->output);
+    if (!args->format.empty()) format.file = audio::parse_file_format(args->format);
+    format.encoding = audio::parse_sample_encoding(args->bits);
+    audio::save_audio(args->output, audio, format);
   });
 }
 

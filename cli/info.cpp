@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "alto/audio/load.h"
-#include "alto/core/blas.h"
+#include "alto/core/system_info.h"
 #include "alto/core/threading.h"
 #include "commands.h"
 
@@ -71,8 +71,8 @@ void add_info_command(CLI::App& app) {
       print_runtime(*json);
       return;
     }
-    std::vector<AudioInfo> infos;
-    for (const auto& path : *files) infos.push_back(probe_audio(path));
+    std::vector<audio::AudioInfo> infos;
+    for (const auto& path : *files) infos.push_back(audio::probe_audio(path));
     if (*json) {
       auto out = nlohmann::json::array();
       for (const auto& i : infos)

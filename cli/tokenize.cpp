@@ -22,7 +22,7 @@ struct TokenizeArgs {
 };
 
 void run_tokenize(const TokenizeArgs& a) {
-  const BpeTokenizer tokenizer = BpeTokenizer::from_pretrained(a.tokenizer);
+  const tokenizers::BpeTokenizer tokenizer = *tokenizers::BpeTokenizer::from_pretrained(a.tokenizer);
   if (a.decode) {
     std::vector<int64_t> ids;
     for (const std::string& input : a.inputs) {
@@ -36,7 +36,7 @@ void run_tokenize(const TokenizeArgs& a) {
                  input, "' is not a token id in [0, ", tokenizer.vocab_size(), ")");
       ids.push_back(id);
     }
-    BpeDecodeOptions options;
+    tokenizers::BpeDecodeOptions options;
     options.skip_special_tokens = a.skip_special_tokens;
     std::cout << tokenizer.decode(ids, options) << "\n";
     return;

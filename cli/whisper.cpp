@@ -16,30 +16,30 @@
 #include <vector>
 
 #include "alto/audio/load.h"
-#include "alto/core/audio_tensor.h"
+#include "alto/audio/audio_tensor.h"
 #include "alto/core/error.h"
-#include "alto/core/internal/text.h"
+#include "alto/core/text.h"
 #include "alto/core/safetensors.h"
 #include "alto/features/whisper_feature_extractor.h"
-#include "alto/models/whisper.h"
-#include "alto/models/whisper_decoding.h"
-#include "alto/models/whisper_transcriber.h"
+#include "alto/models/audio_encoder.h"
+#include "alto/models/whisper/whisper.h"
+#include "alto/models/whisper/decoding.h"
+#include "alto/models/whisper/transcriber.h"
 #include "commands.h"
 
 namespace alto::cli {
 
 namespace {
 
-using detail::strip;
 using models::Whisper;
 
 struct ModelArgs {
   std::string model, device = "cpu", dtype = "float32";
 
-  models::LoadOptions load_options() const {
-    models::LoadOptions o;
-    o.device = models::parse_device(device);
-    o.dtype = models::parse_dtype(dtype);
+  alto::LoadOptions load_options() const {
+    LoadOptions o;
+    o.device = alto::parse_device(device);
+    o.dtype = alto::parse_dtype(dtype);
     return o;
   }
   void add_to(CLI::App* cmd) {
@@ -53,10 +53,10 @@ struct ModelArgs {
 // Mono samples at `rate`, resampled from whatever the file holds, as openai-whisper's ffmpeg
 // call does.
 torch::Tensor load_mono(const std::string& path, int rate) {
-  alto::LoadOptions load;
+  audio::DecodeOptions load;
   load.mono = true;
   load.sample_rate = rate;
-  return to_tensor(load_audio(path, load))[0];
+  return audio::to_tensor(audio::load_audio(path, load))[0];
 }
 
 void write_metadata_safetensors(const std::string& path,
@@ -74,20 +74,15 @@ struct EmbedArgs {
 };
 
 void run_embed(const EmbedArgs& a) {
-  const auto extractor = features::FeatureExtractor::from_pretrained(a.model.model);
-  const auto* whisper_features = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor.get());
-  ALTO_CHECK(whisper_features, a.model.model, ": expected a WhisperFeatureExtractor, got ",
-             extractor->name());
-  const Whisper whisper = Whisper::from_pretrained(a.model.model, a.model.load_options());
-  const torch::Tensor wave = load_mono(a.input, extractor->sampling_rate());
-  if (wave.size(0) > whisper_features->options().n_samples())
-    std::cerr << "alto embed: " << a.input << " is longer than one "
-              << whisper_features->options().chunk_length
+  const auto encoder = models::AudioEncoder::from_pretrained(a.model.model, a.model.load_options());
+  const torch::Tensor wave = load_mono(a.input, encoder->feature_extractor().sampling_rate());
+  if (wave.size(0) > encoder->max_seconds() * encoder->feature_extractor().sampling_rate())
+    std::cerr << "alto embed: " << a.input << " is longer than one " << encoder->max_seconds()
               << " s window: only its start is encoded\n";
-  const torch::Tensor features = extractor->compute_batch({wave}).input_features;
-  const torch::Tensor hidden = whisper.encode(features).to(torch::kCPU, torch::kFloat32);
-  write_metadata_safetensors(a.output, {{"last_hidden_state", hidden}, {"input_features", features}},
-                             a.model, a.input, "alto embed");
+  const models::AudioEmbedding e = encoder->embed(wave);
+  write_metadata_safetensors(
+      a.output, {{"last_hidden_state", e.last_hidden_state}, {"input_features", e.input_features}},
+      a.model, a.input, "alto embed");
 }
 
 struct TranscribeArgs {
@@ -108,7 +103,7 @@ void run_raw(const TranscribeArgs& a) {
   ALTO_CHECK(a.inputs.size() == 1, "--raw takes one input, got ", a.inputs.size());
   ALTO_CHECK(!a.output.empty(), "--raw writes -o OUT.safetensors");
   ALTO_CHECK(a.max_new_tokens > 0, "--raw needs --max-new-tokens N (N > 0)");
-  const Whisper whisper = Whisper::from_pretrained(a.model.model, a.model.load_options());
+  const Whisper whisper = *Whisper::from_pretrained(a.model.model, a.model.load_options());
   const auto extractor = features::FeatureExtractor::from_pretrained(a.model.model);
   const auto special = models::WhisperSpecialTokens::for_vocab_size(whisper.config().vocab_size);
   const torch::Tensor features =
@@ -211,7 +206,7 @@ void run_transcribe(const TranscribeArgs& a) {
                      done, total);
         std::fflush(stderr);
       };
-    const auto transcript = transcriber.transcribe(load_mono(input, 16000), o);
+    const auto transcript = transcriber->transcribe(load_mono(input, 16000), o);
     if (bar) std::fprintf(stderr, "\n");
     print_transcript(a, input, transcript);
   }

@@ -1,51 +1,69 @@
-# Source lists, shared with the separately built fuzzers (tests/fuzz).
+# Source lists, one per folder in the order of the layers (docs/architecture.md), shared with the
+# separately built fuzzers (tests/fuzz).
+set(ALTO_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 
-# The audio layer does not use libtorch, so it builds without the torch precompiled header.
+# Plain C++ without libtorch: built without the torch precompiled header.
+set(ALTO_CORE_PLAIN_SOURCES
+  ${ALTO_ROOT}/core/internal/blas.cpp)  # only dlsym's the BLAS
 set(ALTO_AUDIO_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/audio.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/load.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/resample.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/save.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/stream_reader.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/ffmpeg_decoder.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/ffmpeg_util.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../audio/internal/sndfile_decoder.cpp)
+  ${ALTO_ROOT}/audio/audio.cpp
+  ${ALTO_ROOT}/audio/load.cpp
+  ${ALTO_ROOT}/audio/resample.cpp
+  ${ALTO_ROOT}/audio/save.cpp
+  ${ALTO_ROOT}/audio/stream_reader.cpp
+  ${ALTO_ROOT}/audio/internal/ffmpeg_decoder.cpp
+  ${ALTO_ROOT}/audio/internal/ffmpeg_util.cpp
+  ${ALTO_ROOT}/audio/internal/sndfile_decoder.cpp)
+set(ALTO_TOKENIZERS_PLAIN_SOURCES
+  ${ALTO_ROOT}/tokenizers/bpe_tokenizer.cpp
+  ${ALTO_ROOT}/tokenizers/text_tokenizer.cpp)
+set(ALTO_PLAIN_SOURCES ${ALTO_CORE_PLAIN_SOURCES} ${ALTO_TOKENIZERS_PLAIN_SOURCES})
 
-# Plain C++ that needs no libtorch either: the text tokenizers, and core/blas.cpp, which only
-# dlsym's the BLAS.
-set(ALTO_PLAIN_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/../core/blas.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/bpe_tokenizer.cpp)
-
-set(ALTO_TORCH_SOURCES
-  ${CMAKE_CURRENT_LIST_DIR}/../core/activation_memory.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../core/audio_tensor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../core/safetensors.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../core/threading.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/feature_extractor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/fft.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/frames.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/kaldi_fbank.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/kaldi_mfcc.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/mel.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/mel_spectrogram.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/seamless_m4t_feature_extractor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/stft.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/wav2vec2_feature_extractor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/whisper_feature_extractor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../features/window.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/checkpoint.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/encodec.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/dac.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/basic.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/conv.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/few_rows.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/seanet.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/layers/streaming_transformer.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/mimi.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/whisper.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_decoding.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../models/whisper_transcriber.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../streaming/streaming_feature_extractor.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/audio_tokenizer.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/../tokenizers/rvq.cpp)
+# libtorch code, folder by folder.
+set(ALTO_CORE_SOURCES
+  ${ALTO_ROOT}/core/activation_memory.cpp
+  ${ALTO_ROOT}/core/checkpoint.cpp
+  ${ALTO_ROOT}/core/options.cpp
+  ${ALTO_ROOT}/core/safetensors.cpp
+  ${ALTO_ROOT}/core/threading.cpp)
+set(ALTO_AUDIO_TORCH_SOURCES
+  ${ALTO_ROOT}/audio/audio_tensor.cpp)
+set(ALTO_FEATURES_SOURCES
+  ${ALTO_ROOT}/features/feature_extractor.cpp
+  ${ALTO_ROOT}/features/fft.cpp
+  ${ALTO_ROOT}/features/frames.cpp
+  ${ALTO_ROOT}/features/kaldi_fbank.cpp
+  ${ALTO_ROOT}/features/kaldi_mfcc.cpp
+  ${ALTO_ROOT}/features/mel.cpp
+  ${ALTO_ROOT}/features/mel_spectrogram.cpp
+  ${ALTO_ROOT}/features/seamless_m4t_feature_extractor.cpp
+  ${ALTO_ROOT}/features/stft.cpp
+  ${ALTO_ROOT}/features/wav2vec2_feature_extractor.cpp
+  ${ALTO_ROOT}/features/whisper_feature_extractor.cpp
+  ${ALTO_ROOT}/features/window.cpp)
+set(ALTO_TOKENIZERS_SOURCES
+  ${ALTO_ROOT}/tokenizers/audio_tokenizer.cpp)
+set(ALTO_MODELS_SOURCES
+  ${ALTO_ROOT}/models/internal/conv.cpp
+  ${ALTO_ROOT}/models/internal/few_rows.cpp
+  ${ALTO_ROOT}/models/blocks/attention.cpp
+  ${ALTO_ROOT}/models/blocks/basic.cpp
+  ${ALTO_ROOT}/models/blocks/mlp.cpp
+  ${ALTO_ROOT}/models/blocks/norm.cpp
+  ${ALTO_ROOT}/models/blocks/rope.cpp
+  ${ALTO_ROOT}/models/blocks/rvq.cpp
+  ${ALTO_ROOT}/models/blocks/seanet.cpp
+  ${ALTO_ROOT}/models/blocks/streaming_transformer.cpp
+  ${ALTO_ROOT}/models/audio_encoder.cpp
+  ${ALTO_ROOT}/models/dac.cpp
+  ${ALTO_ROOT}/models/encodec.cpp
+  ${ALTO_ROOT}/models/mimi.cpp
+  ${ALTO_ROOT}/models/whisper/config.cpp
+  ${ALTO_ROOT}/models/whisper/decoding.cpp
+  ${ALTO_ROOT}/models/whisper/transcriber.cpp
+  ${ALTO_ROOT}/models/whisper/whisper.cpp
+  ${ALTO_ROOT}/models/whisper/whisper_encoder.cpp)
+set(ALTO_STREAMING_SOURCES
+  ${ALTO_ROOT}/streaming/streaming_feature_extractor.cpp)
+set(ALTO_TORCH_SOURCES ${ALTO_CORE_SOURCES} ${ALTO_AUDIO_TORCH_SOURCES} ${ALTO_FEATURES_SOURCES}
+  ${ALTO_TOKENIZERS_SOURCES} ${ALTO_MODELS_SOURCES} ${ALTO_STREAMING_SOURCES})

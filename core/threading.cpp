@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "alto/core/blas.h"
+#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
 
 namespace alto {

@@ -8,9 +8,6 @@
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/core/threading.h"
-#include "alto/features/seamless_m4t_feature_extractor.h"
-#include "alto/features/wav2vec2_feature_extractor.h"
-#include "alto/features/whisper_feature_extractor.h"
 
 namespace alto::features {
 
@@ -23,7 +20,7 @@ PaddingOptions::Strategy PaddingOptions::parse_strategy(const std::string& name)
 }
 
 std::string FeatureExtractor::to_string() const {
-  return detail::format_options(name(), option_list());
+  return format_options(name(), option_list());
 }
 
 BatchFeature FeatureExtractor::compute_one(const torch::Tensor& clip,
@@ -37,75 +34,63 @@ BatchFeature FeatureExtractor::compute_one(const torch::Tensor& clip,
 void FeatureExtractor::check_sampling_rate(int rate) const {
   ALTO_CHECK(rate == sampling_rate(), "the ", name(), " feature extractor was built for ",
              sampling_rate(), " Hz audio, got ", rate, " Hz: resample the input to ",
-             sampling_rate(), " Hz first (alto features --resample, or alto::resample)");
+             sampling_rate(), " Hz first (alto features --resample, or alto::audio::resample)");
 }
 
-namespace {
-
-using alto::detail::JsonConfig;
-
-const std::map<std::string, PaddingSide> kPaddingSides = {{"right", PaddingSide::kRight},
-                                                          {"left", PaddingSide::kLeft}};
-
-template <typename Extractor, typename Options>
-std::unique_ptr<FeatureExtractor> build(const JsonConfig& config, const Options& options) {
-  try {
-    return std::make_unique<Extractor>(options);
-  } catch (const Error& e) {
-    throw InvalidArgument(config.path() + ": " + e.what());
-  }
+const ChoiceNames<PaddingSide>& padding_side_names() {
+  static const ChoiceNames<PaddingSide> names = {{"right", PaddingSide::kRight},
+                                                 {"left", PaddingSide::kLeft}};
+  return names;
 }
 
-}  // namespace
+const Registry<FeatureExtractorEntry>& feature_extractors() {
+  return Registry<FeatureExtractorEntry>::instance();
+}
 
-std::unique_ptr<FeatureExtractor> FeatureExtractor::from_pretrained(
+std::shared_ptr<const FeatureExtractor> FeatureExtractor::from_pretrained(
     const std::string& dir_or_json) {
   namespace fs = std::filesystem;
+  using alto::detail::JsonConfig;
   std::string path = dir_or_json;
-  if (fs::is_directory(path)) path = (fs::path(path) / "preprocessor_config.json").string();
-  ALTO_CHECK_AS(IoError, fs::exists(path), "cannot open ", path,
-                dir_or_json == path ? "" : " (the model folder has no preprocessor_config.json)");
-  const JsonConfig config = JsonConfig::load(path);
+  JsonConfig config;
+  if (fs::is_directory(path)) {
+    // transformers 5 writes the extractor inside processor_config.json; earlier folders ship
+    // preprocessor_config.json.
+    const fs::path dir(path);
+    const fs::path legacy = dir / "preprocessor_config.json";
+    const fs::path processor = dir / "processor_config.json";
+    if (fs::exists(legacy)) {
+      config = JsonConfig::load(legacy.string());
+    } else {
+      ALTO_CHECK_AS(IoError, fs::exists(processor), "cannot open ", legacy.string(),
+                    " (the model folder has neither preprocessor_config.json nor "
+                    "processor_config.json)");
+      config = JsonConfig::load(processor.string()).sub("feature_extractor");
+    }
+  } else {
+    ALTO_CHECK_AS(IoError, fs::exists(path), "cannot open ", path);
+    config = JsonConfig::load(path);
+  }
   std::string kind;
   config.read("feature_extractor_type", kind);
-  ALTO_CHECK(!kind.empty(), path, ": missing string field 'feature_extractor_type'");
-  if (kind == "WhisperFeatureExtractor") {
-    WhisperFeatureExtractorOptions o;
-    config.read("feature_size", o.feature_size);
-    config.read("sampling_rate", o.sampling_rate);
-    config.read("hop_length", o.hop_length);
-    config.read("chunk_length", o.chunk_length);
-    config.read("n_fft", o.n_fft);
-    config.read("padding_value", o.padding_value);
-    config.read("dither", o.dither);
-    config.read("return_attention_mask", o.return_attention_mask);
-    config.read_choice("padding_side", kPaddingSides, o.padding_side);
-    return build<WhisperFeatureExtractor>(config, o);
+  ALTO_CHECK(!kind.empty(), config.where("feature_extractor_type"), ": missing string field");
+  const auto& registry = feature_extractors();
+  for (const auto& name : registry.keys()) {
+    const FeatureExtractorEntry& entry = *registry.find(name);
+    if (entry.transformers_type != kind) continue;
+    const OptionValues values = config.option_values(entry.fields);
+    try {
+      return entry.create(values);
+    } catch (const Error& e) {
+      throw InvalidArgument(config.path() + ": " + e.what());
+    }
   }
-  if (kind == "SeamlessM4TFeatureExtractor") {
-    SeamlessM4TFeatureExtractorOptions o;
-    config.read("feature_size", o.feature_size);
-    config.read("sampling_rate", o.sampling_rate);
-    config.read("num_mel_bins", o.num_mel_bins);
-    config.read("padding_value", o.padding_value);
-    config.read("stride", o.stride);
-    config.read("return_attention_mask", o.return_attention_mask);
-    config.read_choice("padding_side", kPaddingSides, o.padding_side);
-    return build<SeamlessM4TFeatureExtractor>(config, o);
-  }
-  if (kind == "Wav2Vec2FeatureExtractor") {
-    Wav2Vec2FeatureExtractorOptions o;
-    config.read("feature_size", o.feature_size);
-    config.read("sampling_rate", o.sampling_rate);
-    config.read("padding_value", o.padding_value);
-    config.read("do_normalize", o.do_normalize);
-    config.read("return_attention_mask", o.return_attention_mask);
-    config.read_choice("padding_side", kPaddingSides, o.padding_side);
-    return build<Wav2Vec2FeatureExtractor>(config, o);
-  }
-  throw Unsupported(path + ": unknown feature_extractor_type '" + kind +
-                    "' (alto knows WhisperFeatureExtractor, SeamlessM4TFeatureExtractor and "
-                    "Wav2Vec2FeatureExtractor; codec configs go to AudioTokenizer)");
+  std::string known;
+  for (const auto& name : registry.keys())
+    if (!registry.find(name)->transformers_type.empty())
+      known += (known.empty() ? "" : ", ") + registry.find(name)->transformers_type;
+  throw Unsupported(config.where("feature_extractor_type") + ": unknown type '" + kind +
+                    "' (alto knows " + known + "; codec configs go to AudioTokenizer)");
 }
 
 namespace detail {
@@ -194,23 +179,6 @@ void for_each_clip(size_t count, const std::function<void(size_t)>& fn) {
   alto::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) fn(static_cast<size_t>(i));
   });
-}
-
-std::string format_number(double value) {
-  // The shortest text that reads back as the same double.
-  for (int precision = 6;; ++precision) {
-    std::ostringstream s;
-    s.precision(precision);
-    s << value;
-    if (precision >= 17 || std::stod(s.str()) == value) return s.str();
-  }
-}
-
-std::string format_options(const std::string& type, const OptionList& options) {
-  std::string out = type + "(";
-  for (size_t i = 0; i < options.size(); ++i)
-    out += (i ? ", " : "") + options[i].first + "=" + options[i].second;
-  return out + ")";
 }
 
 }  // namespace detail

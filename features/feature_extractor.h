@@ -12,6 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "alto/core/options.h"
+#include "alto/core/registry.h"
+
 namespace alto::features {
 
 /// transformers' padding arguments (SequenceFeatureExtractor.pad). Unset fields take the
@@ -30,6 +33,7 @@ struct PaddingOptions {
 };
 
 enum class PaddingSide { kRight, kLeft };
+const ChoiceNames<PaddingSide>& padding_side_names();  // "right", "left"
 
 struct BatchFeature {
   /// transformers' key: "input_features" (Whisper, SeamlessM4T, alto's Kaldi/mel) or
@@ -39,18 +43,19 @@ struct BatchFeature {
   torch::Tensor attention_mask;  // int32, undefined when not requested
 };
 
-/// One option as text, for logs, __repr__ and the metadata of written features.
-using OptionList = std::vector<std::pair<std::string, std::string>>;
+/// An extractor's options by name, in its schema's order.
+using OptionList = std::vector<std::pair<std::string, OptionValue>>;
 
 class FeatureExtractor {
  public:
   virtual ~FeatureExtractor() = default;
 
-  /// Reads a preprocessor_config.json (or the one in a model folder) and builds the extractor its
-  /// `feature_extractor_type` names: WhisperFeatureExtractor, SeamlessM4TFeatureExtractor,
-  /// Wav2Vec2FeatureExtractor. An unknown type or a field of the wrong type or value is an
+  /// Reads a preprocessor_config.json (or processor_config.json's "feature_extractor", as
+  /// transformers 5 saves it; or the one in a model folder) and builds the registered extractor
+  /// its `feature_extractor_type` names (WhisperFeatureExtractor, SeamlessM4TFeatureExtractor,
+  /// Wav2Vec2FeatureExtractor, ...). An unknown type or a field of the wrong type or value is an
   /// alto::Error naming the file and the field.
-  static std::unique_ptr<FeatureExtractor> from_pretrained(const std::string& dir_or_json);
+  static std::shared_ptr<const FeatureExtractor> from_pretrained(const std::string& dir_or_json);
 
   /// "whisper", "kaldi-fbank", "kaldi-mfcc", "seamless-m4t", "wav2vec2", "mel".
   virtual std::string name() const = 0;
@@ -70,6 +75,38 @@ class FeatureExtractor {
   /// Throws when a caller's sample rate is not the extractor's, saying to resample.
   void check_sampling_rate(int sampling_rate) const;
 };
+
+/// A registered extractor: what from_pretrained, the CLI and Python need to know of it.
+struct FeatureExtractorEntry {
+  static const char* kind() { return "feature extractor"; }
+  /// The CLI's name ("kaldi-fbank"), the registry's key.
+  std::string name;
+  /// transformers' feature_extractor_type, empty for extractors transformers lacks.
+  std::string transformers_type;
+  std::string description;
+  /// The options' schema: every field, as CLI flags and Python keywords.
+  std::vector<OptionField> fields;
+  /// Builds the extractor from named option values over the defaults (validated; errors name
+  /// the field).
+  std::function<std::shared_ptr<const FeatureExtractor>(const OptionValues&)> create;
+};
+
+/// Every registered extractor, keyed by name.
+const Registry<FeatureExtractorEntry>& feature_extractors();
+
+/// The entry of an extractor class with `Extractor::Options` and `Options::schema()`; registered
+/// in the extractor's own source file:
+///   static const Registration<FeatureExtractorEntry> r(
+///       "mel", extractor_entry<MelSpectrogram>("mel", "", "torchaudio's MelSpectrogram"));
+template <typename Extractor>
+FeatureExtractorEntry extractor_entry(std::string name, std::string transformers_type,
+                                      std::string description) {
+  using Options = typename Extractor::Options;
+  return {std::move(name), std::move(transformers_type), std::move(description),
+          Options::schema().fields(), [](const OptionValues& values) {
+            return std::make_shared<const Extractor>(Options::schema().make(values));
+          }};
+}
 
 namespace detail {
 
@@ -91,8 +128,6 @@ PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
 /// Runs fn(i) for every clip, spread over alto's threads (inner per-frame work then runs serially).
 void for_each_clip(size_t count, const std::function<void(size_t)>& fn);
 
-std::string format_options(const std::string& type, const OptionList& options);
-std::string format_number(double value);
 
 }  // namespace detail
 

@@ -55,31 +55,33 @@ void KaldiFbankOptions::validate(const char* type) const {
              ")");
 }
 
-OptionList KaldiFbankOptions::option_list() const {
-  using detail::format_number;
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {{"sample_frequency", format_number(sample_frequency)},
-          {"frame_length", format_number(frame_length)},
-          {"frame_shift", format_number(frame_shift)},
-          {"dither", format_number(dither)},
-          {"dither_seed", std::to_string(dither_seed)},
-          {"preemphasis_coefficient", format_number(preemphasis_coefficient)},
-          {"remove_dc_offset", flag(remove_dc_offset)},
-          {"window_type", to_string(window_type)},
-          {"blackman_coeff", format_number(blackman_coeff)},
-          {"round_to_power_of_two", flag(round_to_power_of_two)},
-          {"snip_edges", flag(snip_edges)},
-          {"energy_floor", format_number(energy_floor)},
-          {"raw_energy", flag(raw_energy)},
-          {"use_energy", flag(use_energy)},
-          {"htk_compat", flag(htk_compat)},
-          {"low_freq", format_number(low_freq)},
-          {"high_freq", format_number(high_freq)},
-          {"num_mel_bins", std::to_string(num_mel_bins)},
-          {"use_log_fbank", flag(use_log_fbank)},
-          {"use_power", flag(use_power)},
-          {"subtract_mean", flag(subtract_mean)},
-          {"min_duration", format_number(min_duration)}};
+const OptionSchema<KaldiFbankOptions>& KaldiFbankOptions::schema() {
+  using O = KaldiFbankOptions;
+  static const auto schema =
+      OptionSchema<O>("KaldiFbankOptions")
+          .field("sample_frequency", &O::sample_frequency, "Sample rate in Hz", {"sample-rate"})
+          .field("frame_length", &O::frame_length, "Frame length in ms")
+          .field("frame_shift", &O::frame_shift, "Frame shift in ms")
+          .field("dither", &O::dither, "Dither std")
+          .field("dither_seed", &O::dither_seed, "Seed of the dither noise")
+          .field("preemphasis_coefficient", &O::preemphasis_coefficient, "Pre-emphasis")
+          .field("remove_dc_offset", &O::remove_dc_offset, "Subtract each frame's mean")
+          .choice("window_type", &O::window_type, "Window", window_type_names())
+          .field("blackman_coeff", &O::blackman_coeff, "Blackman window coefficient")
+          .field("round_to_power_of_two", &O::round_to_power_of_two, "Pad the FFT to 2^k")
+          .field("snip_edges", &O::snip_edges, "Only frames that fit the signal")
+          .field("energy_floor", &O::energy_floor, "Floor of the log energy")
+          .field("raw_energy", &O::raw_energy, "Energy before pre-emphasis and window")
+          .field("use_energy", &O::use_energy, "Add the log energy")
+          .field("htk_compat", &O::htk_compat, "Energy last, as HTK")
+          .field("low_freq", &O::low_freq, "Lowest mel frequency in Hz")
+          .field("high_freq", &O::high_freq, "Highest mel frequency (<= 0: offset from Nyquist)")
+          .field("num_mel_bins", &O::num_mel_bins, "Mel bins")
+          .field("use_log_fbank", &O::use_log_fbank, "Log of the mel energies")
+          .field("use_power", &O::use_power, "Power instead of magnitude")
+          .field("subtract_mean", &O::subtract_mean, "Subtract the mean over frames")
+          .field("min_duration", &O::min_duration, "Seconds below which no frames come");
+  return schema;
 }
 
 namespace {
@@ -214,5 +216,10 @@ BatchFeature batch_frame_features(std::vector<torch::Tensor> features,
 }
 
 }  // namespace detail
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "kaldi-fbank", extractor_entry<KaldiFbank>("kaldi-fbank", "", "Kaldi filterbank (torchaudio.compliance.kaldi.fbank)"));
+}  // namespace
 
 }  // namespace alto::features

@@ -45,18 +45,19 @@ struct KaldiFbankOptions {
   int window_shift() const;  // samples
   int padded_window_size() const;
   void validate(const char* type = "KaldiFbankOptions") const;
-  OptionList option_list() const;
+  static const OptionSchema<KaldiFbankOptions>& schema();
 };
 
 class KaldiFbank : public FeatureExtractor {
  public:
+  using Options = KaldiFbankOptions;
   explicit KaldiFbank(KaldiFbankOptions options = {});
   /// wave: [samples] -> [frames, num_mel_bins (+1 with use_energy)] float32.
   torch::Tensor compute(const torch::Tensor& wave) const;
 
   std::string name() const override { return "kaldi-fbank"; }
   int sampling_rate() const override;
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   /// [B, frames, bins], padded with zeros to the longest; attention_mask [B, frames] by default
   /// for more than one clip.
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,

@@ -14,11 +14,13 @@ void KaldiMfccOptions::validate() const {
              ") must be in [1, num_mel_bins=", num_mel_bins, "]");
 }
 
-OptionList KaldiMfccOptions::option_list() const {
-  OptionList list = KaldiFbankOptions::option_list();
-  list.emplace_back("num_ceps", std::to_string(num_ceps));
-  list.emplace_back("cepstral_lifter", detail::format_number(cepstral_lifter));
-  return list;
+const OptionSchema<KaldiMfccOptions>& KaldiMfccOptions::schema() {
+  using O = KaldiMfccOptions;
+  static const auto schema = OptionSchema<O>("KaldiMfccOptions")
+                                 .include(KaldiFbankOptions::schema(), {"use_log_fbank", "use_power"})
+                                 .field("num_ceps", &O::num_ceps, "Cepstra")
+                                 .field("cepstral_lifter", &O::cepstral_lifter, "Lifter (0: none)");
+  return schema;
 }
 
 namespace {
@@ -100,5 +102,10 @@ BatchFeature KaldiMfcc::compute_batch(const std::vector<torch::Tensor>& clips,
   detail::for_each_clip(clips.size(), [&](size_t i) { features[i] = compute(clips[i]); });
   return detail::batch_frame_features(std::move(features), padding);
 }
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "kaldi-mfcc", extractor_entry<KaldiMfcc>("kaldi-mfcc", "", "Kaldi MFCC (torchaudio.compliance.kaldi.mfcc)"));
+}  // namespace
 
 }  // namespace alto::features

@@ -17,18 +17,19 @@ struct KaldiMfccOptions : KaldiFbankOptions {
   double cepstral_lifter = 22.0;  // 0 disables liftering
 
   void validate() const;
-  OptionList option_list() const;
+  static const OptionSchema<KaldiMfccOptions>& schema();
 };
 
 class KaldiMfcc : public FeatureExtractor {
  public:
+  using Options = KaldiMfccOptions;
   explicit KaldiMfcc(KaldiMfccOptions options = {});
   /// wave: [samples] -> [frames, num_ceps] float32.
   torch::Tensor compute(const torch::Tensor& wave) const;
 
   std::string name() const override { return "kaldi-mfcc"; }
   int sampling_rate() const override { return static_cast<int>(options_.sample_frequency); }
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
                              const PaddingOptions& padding = {}) const override;
 

@@ -9,32 +9,28 @@
 
 namespace alto::features {
 
+const ChoiceNames<MelScale>& mel_scale_names() {
+  static const ChoiceNames<MelScale> names = {
+      {"htk", MelScale::kHtk}, {"slaney", MelScale::kSlaney}, {"kaldi", MelScale::kKaldi}};
+  return names;
+}
+
+const ChoiceNames<MelNorm>& mel_norm_names() {
+  static const ChoiceNames<MelNorm> names = {
+      {"none", MelNorm::kNone}, {"slaney", MelNorm::kSlaney}, {"", MelNorm::kNone}};
+  return names;
+}
+
 MelScale parse_mel_scale(const std::string& name) {
-  if (name == "htk") return MelScale::kHtk;
-  if (name == "slaney") return MelScale::kSlaney;
-  if (name == "kaldi") return MelScale::kKaldi;
-  throw InvalidArgument("unknown mel_scale '" + name + "' (expected htk, slaney or kaldi)");
+  return parse_choice(mel_scale_names(), name, "mel_scale");
 }
 
 MelNorm parse_mel_norm(const std::string& name) {
-  if (name == "none" || name.empty()) return MelNorm::kNone;
-  if (name == "slaney") return MelNorm::kSlaney;
-  throw InvalidArgument("unknown mel norm '" + name + "' (expected none or slaney)");
+  return parse_choice(mel_norm_names(), name, "mel norm");
 }
 
-std::string to_string(MelScale scale) {
-  switch (scale) {
-    case MelScale::kHtk:
-      return "htk";
-    case MelScale::kSlaney:
-      return "slaney";
-    case MelScale::kKaldi:
-      return "kaldi";
-  }
-  return "?";
-}
-
-std::string to_string(MelNorm norm) { return norm == MelNorm::kSlaney ? "slaney" : "none"; }
+std::string to_string(MelScale scale) { return choice_name(mel_scale_names(), scale); }
+std::string to_string(MelNorm norm) { return choice_name(mel_norm_names(), norm); }
 
 namespace {
 constexpr double kSlaneyMinLogHertz = 1000.0;

@@ -7,11 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/options.h"
+
 namespace alto::features {
 
 enum class MelScale { kHtk, kSlaney, kKaldi };
 enum class MelNorm { kNone, kSlaney };
 
+const ChoiceNames<MelScale>& mel_scale_names();
+const ChoiceNames<MelNorm>& mel_norm_names();
 MelScale parse_mel_scale(const std::string& name);  // "htk", "slaney", "kaldi"
 MelNorm parse_mel_norm(const std::string& name);    // "none", "slaney"
 std::string to_string(MelScale scale);

@@ -26,22 +26,24 @@ void MelSpectrogramOptions::validate() const {
              ") must be below f_max (", resolved_f_max(), ")");
 }
 
-OptionList MelSpectrogramOptions::option_list() const {
-  using detail::format_number;
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {{"sample_rate", std::to_string(sample_rate)},
-          {"n_fft", std::to_string(n_fft)},
-          {"win_length", std::to_string(resolved_win_length())},
-          {"hop_length", std::to_string(resolved_hop_length())},
-          {"f_min", format_number(f_min)},
-          {"f_max", format_number(resolved_f_max())},
-          {"n_mels", std::to_string(n_mels)},
-          {"power", format_number(power)},
-          {"normalized", flag(normalized)},
-          {"center", flag(center)},
-          {"pad_mode", to_string(pad_mode)},
-          {"norm", to_string(norm)},
-          {"mel_scale", to_string(mel_scale)}};
+const OptionSchema<MelSpectrogramOptions>& MelSpectrogramOptions::schema() {
+  using O = MelSpectrogramOptions;
+  static const auto schema =
+      OptionSchema<O>("MelSpectrogramOptions")
+          .field("sample_rate", &O::sample_rate, "Sample rate in Hz")
+          .field("n_fft", &O::n_fft, "FFT size")
+          .field("win_length", &O::win_length, "Window length (0: n_fft)")
+          .field("hop_length", &O::hop_length, "Hop (0: win_length / 2)")
+          .field("f_min", &O::f_min, "Lowest mel frequency in Hz")
+          .field("f_max", &O::f_max, "Highest mel frequency in Hz (None: sample_rate / 2)")
+          .field("n_mels", &O::n_mels, "Mel bins")
+          .field("power", &O::power, "Exponent of the magnitude")
+          .field("normalized", &O::normalized, "Divide by the window's L2 norm")
+          .field("center", &O::center, "Pad so that frames are centred")
+          .choice("pad_mode", &O::pad_mode, "Padding of centred frames", pad_mode_names())
+          .choice("norm", &O::norm, "Filter normalisation", mel_norm_names())
+          .choice("mel_scale", &O::mel_scale, "Mel scale", mel_scale_names());
+  return schema;
 }
 
 namespace {
@@ -129,5 +131,10 @@ BatchFeature MelSpectrogram::compute_batch(const std::vector<torch::Tensor>& cli
   out.input_features = out.input_features.transpose(1, 2).contiguous();
   return out;
 }
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "mel", extractor_entry<MelSpectrogram>("mel", "", "Mel spectrogram (torchaudio.transforms.MelSpectrogram)"));
+}  // namespace
 
 }  // namespace alto::features

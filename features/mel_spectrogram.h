@@ -36,18 +36,19 @@ struct MelSpectrogramOptions {
   }
   double resolved_f_max() const { return f_max ? *f_max : sample_rate / 2.0; }
   void validate() const;
-  OptionList option_list() const;
+  static const OptionSchema<MelSpectrogramOptions>& schema();
 };
 
 class MelSpectrogram : public FeatureExtractor {
  public:
+  using Options = MelSpectrogramOptions;
   explicit MelSpectrogram(MelSpectrogramOptions options = {});
   /// wave: [samples] -> [n_mels, frames] float32 (linear power).
   torch::Tensor compute(const torch::Tensor& wave) const;
 
   std::string name() const override { return "mel"; }
   int sampling_rate() const override { return options_.sample_rate; }
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   /// [B, n_mels, frames], zero-padded to the longest; attention_mask [B, frames] for batches.
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
                              const PaddingOptions& padding = {}) const override;

@@ -14,16 +14,21 @@ void SeamlessM4TFeatureExtractorOptions::validate() const {
   ALTO_CHECK(stride >= 1, "SeamlessM4TFeatureExtractorOptions.stride must be >= 1, got ", stride);
 }
 
-OptionList SeamlessM4TFeatureExtractorOptions::option_list() const {
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {{"feature_size", std::to_string(feature_size)},
-          {"sampling_rate", std::to_string(sampling_rate)},
-          {"num_mel_bins", std::to_string(num_mel_bins)},
-          {"padding_value", detail::format_number(padding_value)},
-          {"stride", std::to_string(stride)},
-          {"return_attention_mask", flag(return_attention_mask)},
-          {"do_normalize_per_mel_bins", flag(do_normalize_per_mel_bins)},
-          {"padding_side", padding_side == PaddingSide::kRight ? "right" : "left"}};
+const OptionSchema<SeamlessM4TFeatureExtractorOptions>&
+SeamlessM4TFeatureExtractorOptions::schema() {
+  using O = SeamlessM4TFeatureExtractorOptions;
+  static const auto schema =
+      OptionSchema<O>("SeamlessM4TFeatureExtractorOptions")
+          .field("feature_size", &O::feature_size, "Feature size")
+          .field("sampling_rate", &O::sampling_rate, "Sample rate in Hz", {"sample-rate"})
+          .field("num_mel_bins", &O::num_mel_bins, "Mel bins")
+          .field("padding_value", &O::padding_value, "Value of the padding frames")
+          .field("stride", &O::stride, "Frames stacked into one")
+          .field("return_attention_mask", &O::return_attention_mask, "Return the frame mask")
+          .field("do_normalize_per_mel_bins", &O::do_normalize_per_mel_bins,
+                 "Zero-mean unit-variance per mel bin")
+          .choice("padding_side", &O::padding_side, "Where padding goes", padding_side_names());
+  return schema;
 }
 
 namespace {
@@ -91,5 +96,10 @@ BatchFeature SeamlessM4TFeatureExtractor::compute_batch(const std::vector<torch:
   }
   return out;
 }
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "seamless-m4t", extractor_entry<SeamlessM4TFeatureExtractor>("seamless-m4t", "SeamlessM4TFeatureExtractor", "SeamlessM4T / w2v-BERT 2.0 input features"));
+}  // namespace
 
 }  // namespace alto::features

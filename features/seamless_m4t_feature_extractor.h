@@ -23,11 +23,12 @@ struct SeamlessM4TFeatureExtractorOptions {
   PaddingSide padding_side = PaddingSide::kRight;
 
   void validate() const;
-  OptionList option_list() const;
+  static const OptionSchema<SeamlessM4TFeatureExtractorOptions>& schema();
 };
 
 class SeamlessM4TFeatureExtractor : public FeatureExtractor {
  public:
+  using Options = SeamlessM4TFeatureExtractorOptions;
   explicit SeamlessM4TFeatureExtractor(SeamlessM4TFeatureExtractorOptions options = {});
   /// wave: [samples] -> input_features [frames / stride, num_mel_bins * stride] and
   /// attention_mask [frames / stride] (no batch dimension).
@@ -37,7 +38,7 @@ class SeamlessM4TFeatureExtractor : public FeatureExtractor {
 
   std::string name() const override { return "seamless-m4t"; }
   int sampling_rate() const override { return options_.sampling_rate; }
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   /// input_features [B, T / stride, num_mel_bins * stride], attention_mask [B, T / stride].
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
                              const PaddingOptions& padding = {}) const override;

@@ -10,13 +10,17 @@
 
 namespace alto::features {
 
-PadMode parse_pad_mode(const std::string& name) {
-  if (name == "reflect") return PadMode::kReflect;
-  if (name == "constant") return PadMode::kConstant;
-  throw InvalidArgument("unknown pad_mode '" + name + "' (expected reflect or constant)");
+const ChoiceNames<PadMode>& pad_mode_names() {
+  static const ChoiceNames<PadMode> names = {{"reflect", PadMode::kReflect},
+                                             {"constant", PadMode::kConstant}};
+  return names;
 }
 
-std::string to_string(PadMode mode) { return mode == PadMode::kReflect ? "reflect" : "constant"; }
+PadMode parse_pad_mode(const std::string& name) {
+  return parse_choice(pad_mode_names(), name, "pad_mode");
+}
+
+std::string to_string(PadMode mode) { return choice_name(pad_mode_names(), mode); }
 
 void StftOptions::validate() const {
   ALTO_CHECK(n_fft >= 1, "StftOptions.n_fft must be >= 1, got ", n_fft);
@@ -27,20 +31,24 @@ void StftOptions::validate() const {
              *power);
 }
 
-std::string StftOptions::to_string() const {
-  std::ostringstream s;
-  s << "StftOptions(n_fft=" << n_fft << ", hop_length=" << hop_length
-    << ", win_length=" << win_length << ", window=" << features::to_string(window)
-    << ", periodic=" << periodic << ", center=" << center
-    << ", pad_mode=" << features::to_string(pad_mode) << ", normalized=" << normalized
-    << ", onesided=" << onesided << ", power=";
-  if (power)
-    s << *power;
-  else
-    s << "None";
-  s << ")";
-  return s.str();
+const OptionSchema<StftOptions>& StftOptions::schema() {
+  using O = StftOptions;
+  static const auto schema =
+      OptionSchema<O>("StftOptions")
+          .field("n_fft", &O::n_fft, "FFT size")
+          .field("hop_length", &O::hop_length, "Hop (0: n_fft / 4)")
+          .field("win_length", &O::win_length, "Window length (0: n_fft)")
+          .choice("window", &O::window, "Window", window_type_names())
+          .field("periodic", &O::periodic, "Periodic window")
+          .field("center", &O::center, "Pad so that frames are centred")
+          .choice("pad_mode", &O::pad_mode, "Padding of centred frames", pad_mode_names())
+          .field("normalized", &O::normalized, "Multiply by n_fft^-1/2")
+          .field("onesided", &O::onesided, "Only the non-negative frequencies")
+          .field("power", &O::power, "None: complex; 1: magnitude; 2: power");
+  return schema;
 }
+
+std::string StftOptions::to_string() const { return schema().to_string(*this); }
 
 namespace {
 

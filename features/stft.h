@@ -13,6 +13,7 @@
 namespace alto::features {
 
 enum class PadMode { kReflect, kConstant };
+const ChoiceNames<PadMode>& pad_mode_names();
 PadMode parse_pad_mode(const std::string& name);  // "reflect", "constant"
 std::string to_string(PadMode mode);
 
@@ -30,6 +31,7 @@ struct StftOptions {
   std::optional<double> power;
 
   void validate() const;
+  static const OptionSchema<StftOptions>& schema();
   std::string to_string() const;
 };
 

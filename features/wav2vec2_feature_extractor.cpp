@@ -16,14 +16,17 @@ void Wav2Vec2FeatureExtractorOptions::validate() const {
              sampling_rate);
 }
 
-OptionList Wav2Vec2FeatureExtractorOptions::option_list() const {
-  auto flag = [](bool b) { return std::string(b ? "true" : "false"); };
-  return {{"feature_size", std::to_string(feature_size)},
-          {"sampling_rate", std::to_string(sampling_rate)},
-          {"padding_value", detail::format_number(padding_value)},
-          {"do_normalize", flag(do_normalize)},
-          {"return_attention_mask", flag(return_attention_mask)},
-          {"padding_side", padding_side == PaddingSide::kRight ? "right" : "left"}};
+const OptionSchema<Wav2Vec2FeatureExtractorOptions>& Wav2Vec2FeatureExtractorOptions::schema() {
+  using O = Wav2Vec2FeatureExtractorOptions;
+  static const auto schema =
+      OptionSchema<O>("Wav2Vec2FeatureExtractorOptions")
+          .field("feature_size", &O::feature_size, "Feature size")
+          .field("sampling_rate", &O::sampling_rate, "Sample rate in Hz", {"sample-rate"})
+          .field("padding_value", &O::padding_value, "Value of the padding samples")
+          .field("do_normalize", &O::do_normalize, "Zero-mean unit-variance audio")
+          .field("return_attention_mask", &O::return_attention_mask, "Return the sample mask")
+          .choice("padding_side", &O::padding_side, "Where padding goes", padding_side_names());
+  return schema;
 }
 
 namespace {
@@ -71,5 +74,10 @@ BatchFeature Wav2Vec2FeatureExtractor::compute_batch(const std::vector<torch::Te
   if (with_mask) out.attention_mask = mask;
   return out;
 }
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "wav2vec2", extractor_entry<Wav2Vec2FeatureExtractor>("wav2vec2", "Wav2Vec2FeatureExtractor", "Wav2Vec2 / HuBERT / WavLM input values"));
+}  // namespace
 
 }  // namespace alto::features

@@ -18,11 +18,12 @@ struct Wav2Vec2FeatureExtractorOptions {
   PaddingSide padding_side = PaddingSide::kRight;
 
   void validate() const;
-  OptionList option_list() const;
+  static const OptionSchema<Wav2Vec2FeatureExtractorOptions>& schema();
 };
 
 class Wav2Vec2FeatureExtractor : public FeatureExtractor {
  public:
+  using Options = Wav2Vec2FeatureExtractorOptions;
   explicit Wav2Vec2FeatureExtractor(Wav2Vec2FeatureExtractorOptions options = {});
   /// wave: [samples] -> input_values [samples] (zero mean, unit variance when do_normalize).
   torch::Tensor compute(const torch::Tensor& wave) const {
@@ -31,7 +32,7 @@ class Wav2Vec2FeatureExtractor : public FeatureExtractor {
 
   std::string name() const override { return "wav2vec2"; }
   int sampling_rate() const override { return options_.sampling_rate; }
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   /// input_values [B, samples]; attention_mask [B, samples] when requested. Without a mask,
   /// normalisation covers the padding too, as transformers does.
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,

@@ -26,20 +26,24 @@ void WhisperFeatureExtractorOptions::validate() const {
              sampling_rate, ") must be >= 16000: Whisper's mel filters reach 8000 Hz");
 }
 
-OptionList WhisperFeatureExtractorOptions::option_list() const {
-  using detail::format_number;
-  return {{"feature_size", std::to_string(feature_size)},
-          {"sampling_rate", std::to_string(sampling_rate)},
-          {"hop_length", std::to_string(hop_length)},
-          {"chunk_length", std::to_string(chunk_length)},
-          {"n_fft", std::to_string(n_fft)},
-          {"padding_value", format_number(padding_value)},
-          {"dither", format_number(dither)},
-          {"dither_seed", std::to_string(dither_seed)},
-          {"return_attention_mask", return_attention_mask ? "true" : "false"},
-          {"do_normalize", do_normalize ? "true" : "false"},
-          {"padding_side", padding_side == PaddingSide::kRight ? "right" : "left"},
-          {"clamp_dynamic_range", clamp_dynamic_range ? "true" : "false"}};
+const OptionSchema<WhisperFeatureExtractorOptions>& WhisperFeatureExtractorOptions::schema() {
+  using O = WhisperFeatureExtractorOptions;
+  static const auto schema =
+      OptionSchema<O>("WhisperFeatureExtractorOptions")
+          .field("feature_size", &O::feature_size, "Mel bins (80, or 128 for large-v3)",
+                 {"n-mels"})
+          .field("sampling_rate", &O::sampling_rate, "Sample rate in Hz", {"sample-rate"})
+          .field("hop_length", &O::hop_length, "Hop in samples")
+          .field("chunk_length", &O::chunk_length, "Seconds clips are padded or cut to")
+          .field("n_fft", &O::n_fft, "FFT size")
+          .field("padding_value", &O::padding_value, "Value of the padding samples")
+          .field("dither", &O::dither, "Gaussian noise std added to each frame")
+          .field("dither_seed", &O::dither_seed, "Seed of the dither noise")
+          .field("return_attention_mask", &O::return_attention_mask, "Return the frame mask")
+          .field("do_normalize", &O::do_normalize, "Zero-mean unit-variance audio first")
+          .choice("padding_side", &O::padding_side, "Where padding goes", padding_side_names())
+          .field("clamp_dynamic_range", &O::clamp_dynamic_range, "Whisper's max - 8 clamp");
+  return schema;
 }
 
 namespace {
@@ -174,5 +178,10 @@ BatchFeature WhisperFeatureExtractor::compute_batch(const std::vector<torch::Ten
   }
   return out;
 }
+
+namespace {
+const Registration<FeatureExtractorEntry> kRegistration(
+    "whisper", extractor_entry<WhisperFeatureExtractor>("whisper", "WhisperFeatureExtractor", "Whisper's log-mel spectrogram"));
+}  // namespace
 
 }  // namespace alto::features

@@ -32,11 +32,12 @@ struct WhisperFeatureExtractorOptions {
   int64_t n_samples() const { return static_cast<int64_t>(chunk_length) * sampling_rate; }
   int64_t nb_max_frames() const { return n_samples() / hop_length; }
   void validate() const;
-  OptionList option_list() const;
+  static const OptionSchema<WhisperFeatureExtractorOptions>& schema();
 };
 
 class WhisperFeatureExtractor : public FeatureExtractor {
  public:
+  using Options = WhisperFeatureExtractorOptions;
   explicit WhisperFeatureExtractor(WhisperFeatureExtractorOptions options = {});
 
   /// wave: [samples] at sampling_rate -> [feature_size, frames]: 3000 frames by default (30 s of
@@ -46,7 +47,7 @@ class WhisperFeatureExtractor : public FeatureExtractor {
 
   std::string name() const override { return "whisper"; }
   int sampling_rate() const override { return options_.sampling_rate; }
-  OptionList option_list() const override { return options_.option_list(); }
+  OptionList option_list() const override { return options_.schema().values(options_); }
   /// input_features [B, feature_size, frames], attention_mask [B, frames] when requested.
   BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
                              const PaddingOptions& padding = {}) const override;

@@ -6,31 +6,21 @@
 
 namespace alto::features {
 
-WindowType parse_window_type(const std::string& name) {
-  if (name == "hann" || name == "hanning") return WindowType::kHann;
-  if (name == "hamming") return WindowType::kHamming;
-  if (name == "povey") return WindowType::kPovey;
-  if (name == "blackman") return WindowType::kBlackman;
-  if (name == "rectangular") return WindowType::kRectangular;
-  throw InvalidArgument("unknown window type '" + name +
-                        "' (expected hann, hamming, povey, blackman or rectangular)");
+const ChoiceNames<WindowType>& window_type_names() {
+  static const ChoiceNames<WindowType> names = {{"hann", WindowType::kHann},
+                                                {"hamming", WindowType::kHamming},
+                                                {"povey", WindowType::kPovey},
+                                                {"blackman", WindowType::kBlackman},
+                                                {"rectangular", WindowType::kRectangular},
+                                                {"hanning", WindowType::kHann}};
+  return names;
 }
 
-std::string to_string(WindowType type) {
-  switch (type) {
-    case WindowType::kHann:
-      return "hann";
-    case WindowType::kHamming:
-      return "hamming";
-    case WindowType::kPovey:
-      return "povey";
-    case WindowType::kBlackman:
-      return "blackman";
-    case WindowType::kRectangular:
-      return "rectangular";
-  }
-  return "?";
+WindowType parse_window_type(const std::string& name) {
+  return parse_choice(window_type_names(), name, "window type");
 }
+
+std::string to_string(WindowType type) { return choice_name(window_type_names(), type); }
 
 std::vector<float> make_window(WindowType type, int length, bool periodic, double blackman_coeff) {
   ALTO_CHECK(length >= 1, "window length must be >= 1, got ", length);

@@ -4,11 +4,14 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/options.h"
+
 namespace alto::features {
 
 enum class WindowType { kHann, kHamming, kPovey, kBlackman, kRectangular };
 
 /// "hann" (also Kaldi's "hanning"), "hamming", "povey", "blackman", "rectangular".
+const ChoiceNames<WindowType>& window_type_names();
 WindowType parse_window_type(const std::string& name);
 std::string to_string(WindowType type);
 

@@ -8,18 +8,18 @@
 #include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/models/layers/basic.h"
-#include "alto/models/layers/conv.h"
-#include "alto/tokenizers/rvq.h"
+#include "alto/models/blocks/basic.h"
+#include "alto/models/internal/conv.h"
+#include "alto/models/blocks/rvq.h"
 
 namespace alto::models {
 
 namespace {
 
-using layers::Conv1d;
-using layers::Conv1dOptions;
-using layers::ConvTranspose1d;
-using layers::ConvTranspose1dOptions;
+using blocks::Conv1d;
+using blocks::Conv1dOptions;
+using blocks::ConvTranspose1d;
+using blocks::ConvTranspose1dOptions;
 
 std::string join(const std::vector<int64_t>& values) {
   std::ostringstream s;
@@ -63,8 +63,8 @@ class Snake1dImpl : public torch::nn::Module {
     y.sin_().square_().mul_(inverse);
     return y.add_(x);
   }
-  /// forward as a layers::Pointwise, to run tile by tile before a convolution.
-  layers::Pointwise pointwise() const {
+  /// forward as a blocks::Pointwise, to run tile by tile before a convolution.
+  blocks::Pointwise pointwise() const {
     return [this](const torch::Tensor& x) { return forward(x); };
   }
   // The same into x, for activations no one reads afterwards.
@@ -104,12 +104,12 @@ class ResidualUnitImpl : public torch::nn::Module {
     }
     const int64_t length = x.size(2), reach = 3 * dilation;
     torch::Tensor y = empty_activation(x.sizes(), x.options());
-    layers::for_each_time_tile(length, layers::time_tile(x.size(1)), [&](int64_t t0, int64_t t1) {
-      const torch::Tensor window = layers::zero_padded_window(x, t0 - reach, t1 + reach);
+    kernels::for_each_time_tile(length, kernels::time_tile(x.size(1)), [&](int64_t t0, int64_t t1) {
+      const torch::Tensor window = kernels::zero_padded_window(x, t0 - reach, t1 + reach);
       torch::Tensor h = torch::conv1d(snake1->forward(window), conv1->weight, conv1->bias,
                                       /*stride=*/1, kNoPadding, dilation);
       snake2->apply_(h);
-      layers::copy_to_time_slice(
+      kernels::copy_to_time_slice(
           y, t0, torch::conv1d(h, conv2->weight, conv2->bias).add_(x.narrow(2, t0, t1 - t0)));
     });
     return y;
@@ -228,9 +228,9 @@ TORCH_MODULE(Decoder);
 
 // DacResidualVectorQuantizer: per stage a 1x1 in_proj to codebook_dim, the cosine lookup, a
 // 1x1 out_proj back to hidden_size.
-tokenizers::ResidualVectorQuantizerOptions quantizer_options(const DacConfig& c) {
-  tokenizers::ResidualVectorQuantizerOptions q;
-  q.kind = tokenizers::CodebookKind::kDac;
+blocks::ResidualVectorQuantizerOptions quantizer_options(const DacConfig& c) {
+  blocks::ResidualVectorQuantizerOptions q;
+  q.kind = blocks::CodebookKind::kDac;
   q.num_quantizers = c.n_codebooks;
   q.codebook_size = c.codebook_size;
   q.codebook_dim = c.codebook_dim;
@@ -244,11 +244,11 @@ class DacModelImpl : public torch::nn::Module {
       : encoder(register_module("encoder", Encoder(c, o))),
         decoder(register_module("decoder", Decoder(c, o))),
         quantizer(register_module("quantizer",
-                                  tokenizers::ResidualVectorQuantizer(quantizer_options(c), o))) {}
+                                  blocks::ResidualVectorQuantizer(quantizer_options(c), o))) {}
 
   Encoder encoder;
   Decoder decoder;
-  tokenizers::ResidualVectorQuantizer quantizer;
+  blocks::ResidualVectorQuantizer quantizer;
 };
 TORCH_MODULE(DacModel);
 
@@ -480,7 +480,7 @@ DacQuantizerOutput Dac::quantize(const torch::Tensor& latents, int64_t num_quant
 
 torch::Tensor Dac::dequantize(const torch::Tensor& codes) const {
   const DacConfig& c = impl_->config;
-  tokenizers::check_codes(codes, c.n_codebooks, c.codebook_size, "Dac: codes");
+  blocks::check_codes(codes, c.n_codebooks, c.codebook_size, "Dac: codes");
   ALTO_CHECK(codes.size(2) > 0, "Dac: codes must hold at least one frame, got ", shape_of(codes));
   torch::NoGradGuard no_grad;
   return impl_->model->quantizer->decode(codes.to(impl_->options.device));
@@ -516,5 +516,12 @@ torch::Tensor Dac::decode(const tokenizers::AudioCodes& codes) const {
     audio = audio.narrow(2, 0, codes.num_samples).contiguous();
   return audio;
 }
+
+namespace {
+const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
+    "dac", {"Descript Audio Codec (transformers' DacModel)", [](const std::string& dir, const LoadOptions& options) {
+             return Dac::from_pretrained(dir, options);
+           }});
+}  // namespace
 
 }  // namespace alto::models

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "alto/core/safetensors.h"
-#include "alto/models/checkpoint.h"
+#include "alto/core/checkpoint.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 
 namespace alto::models {

@@ -8,7 +8,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/tokenizers/rvq.h"
+#include "alto/models/blocks/rvq.h"
 
 namespace alto::models {
 
@@ -102,8 +102,8 @@ std::string EncodecConfig::to_string() const {
   return s.str();
 }
 
-layers::SeanetOptions EncodecConfig::seanet() const {
-  layers::SeanetOptions o;
+blocks::SeanetOptions EncodecConfig::seanet() const {
+  blocks::SeanetOptions o;
   o.audio_channels = audio_channels;
   o.num_filters = num_filters;
   o.hidden_size = hidden_size;
@@ -116,8 +116,8 @@ layers::SeanetOptions EncodecConfig::seanet() const {
   o.compress = compress;
   o.num_lstm_layers = num_lstm_layers;
   o.use_causal_conv = use_causal_conv;
-  o.pad_mode = layers::parse_pad_mode(pad_mode, "EncodecConfig.pad_mode");
-  o.norm = layers::parse_conv_norm(norm_type, "EncodecConfig.norm_type");
+  o.pad_mode = blocks::parse_pad_mode(pad_mode, "EncodecConfig.pad_mode");
+  o.norm = blocks::parse_conv_norm(norm_type, "EncodecConfig.norm_type");
   o.use_conv_shortcut = use_conv_shortcut;
   o.trim_right_ratio = trim_right_ratio;
   return o;
@@ -164,19 +164,19 @@ namespace {
 class EncodecModuleImpl : public torch::nn::Module {
  public:
   EncodecModuleImpl(const EncodecConfig& c, const torch::TensorOptions& options) {
-    encoder = register_module("encoder", layers::SeanetEncoder(c.seanet(), options));
-    decoder = register_module("decoder", layers::SeanetDecoder(c.seanet(), options));
-    tokenizers::ResidualVectorQuantizerOptions q;
-    q.kind = tokenizers::CodebookKind::kEncodec;
+    encoder = register_module("encoder", blocks::SeanetEncoder(c.seanet(), options));
+    decoder = register_module("decoder", blocks::SeanetDecoder(c.seanet(), options));
+    blocks::ResidualVectorQuantizerOptions q;
+    q.kind = blocks::CodebookKind::kEncodec;
     q.num_quantizers = c.num_quantizers();
     q.codebook_size = c.codebook_size;
     q.codebook_dim = c.codebook_dim.value_or(c.hidden_size);
     q.input_dim = c.hidden_size;
-    quantizer = register_module("quantizer", tokenizers::ResidualVectorQuantizer(q, options));
+    quantizer = register_module("quantizer", blocks::ResidualVectorQuantizer(q, options));
   }
-  layers::SeanetEncoder encoder{nullptr};
-  layers::SeanetDecoder decoder{nullptr};
-  tokenizers::ResidualVectorQuantizer quantizer{nullptr};
+  blocks::SeanetEncoder encoder{nullptr};
+  blocks::SeanetDecoder decoder{nullptr};
+  blocks::ResidualVectorQuantizer quantizer{nullptr};
 };
 TORCH_MODULE(EncodecModule);
 
@@ -466,7 +466,7 @@ class Encodec::Stream : public tokenizers::AudioTokenizerStream {
 
   std::shared_ptr<const Impl> impl_;
   int64_t codebooks_, batch_;
-  layers::SeanetStreamState encoder_, decoder_;
+  blocks::SeanetStreamState encoder_, decoder_;
 };
 
 std::unique_ptr<tokenizers::AudioTokenizerStream> Encodec::stream(const AudioEncodeOptions& options,
@@ -479,5 +479,12 @@ std::unique_ptr<tokenizers::AudioTokenizerStream> Encodec::stream(const AudioEnc
   ALTO_CHECK(batch >= 1, "Encodec::stream: batch must be >= 1, got ", batch);
   return std::make_unique<Stream>(impl_, num_codebooks(options), batch);
 }
+
+namespace {
+const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
+    "encodec", {"EnCodec (transformers' EncodecModel)", [](const std::string& dir, const LoadOptions& options) {
+             return Encodec::from_pretrained(dir, options);
+           }});
+}  // namespace
 
 }  // namespace alto::models

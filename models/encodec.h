@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "alto/core/safetensors.h"
-#include "alto/models/checkpoint.h"
-#include "alto/models/intermediates.h"
-#include "alto/models/layers/seanet.h"
+#include "alto/core/checkpoint.h"
+#include "alto/models/blocks/intermediates.h"
+#include "alto/models/blocks/seanet.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 
 namespace alto::models {
@@ -64,7 +64,7 @@ struct EncodecConfig {
   void validate() const;
   std::string to_string() const;
 
-  layers::SeanetOptions seanet() const;
+  blocks::SeanetOptions seanet() const;
   /// prod(upsampling_ratios)
   int64_t hop_length() const;
   /// ceil(sampling_rate / hop_length), as transformers (75 at 24 kHz, 150 at 48 kHz).
@@ -89,6 +89,7 @@ class Encodec : public tokenizers::AudioTokenizer {
           const LoadOptions& options = {});
 
   std::string model_type() const override { return "encodec"; }
+  bool chunked_codes() const override { return true; }
   int64_t sample_rate() const override;
   int64_t channels() const override;
   double frame_rate() const override;

@@ -8,23 +8,23 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/models/layers/seanet.h"
-#include "alto/tokenizers/rvq.h"
+#include "alto/models/blocks/seanet.h"
+#include "alto/models/blocks/rvq.h"
 
 namespace alto::models {
 
 namespace {
 
-using layers::Conv1dStreamState;
-using layers::ConvTranspose1dStreamState;
-using layers::SeanetStreamState;
-using layers::StreamingTransformer;
-using layers::TransformerKVCache;
+using blocks::Conv1dStreamState;
+using blocks::ConvTranspose1dStreamState;
+using blocks::SeanetStreamState;
+using blocks::StreamingTransformer;
+using blocks::TransformerKVCache;
 using tokenizers::AudioCodes;
 using tokenizers::AudioEncodeOptions;
 
-layers::SeanetOptions seanet_options(const MimiConfig& c) {
-  layers::SeanetOptions o;
+blocks::SeanetOptions seanet_options(const MimiConfig& c) {
+  blocks::SeanetOptions o;
   o.audio_channels = c.audio_channels;
   o.num_filters = c.num_filters;
   o.hidden_size = c.hidden_size;
@@ -37,8 +37,8 @@ layers::SeanetOptions seanet_options(const MimiConfig& c) {
   o.compress = c.compress;
   o.num_lstm_layers = 0;  // Mimi's SEANet has no LSTM
   o.use_causal_conv = c.use_causal_conv;
-  o.pad_mode = layers::parse_pad_mode(c.pad_mode, "MimiConfig.pad_mode");
-  o.norm = layers::ConvNorm::kNone;
+  o.pad_mode = blocks::parse_pad_mode(c.pad_mode, "MimiConfig.pad_mode");
+  o.norm = blocks::ConvNorm::kNone;
   o.use_conv_shortcut = c.use_conv_shortcut;
   o.trim_right_ratio = c.trim_right_ratio;
   return o;
@@ -46,20 +46,20 @@ layers::SeanetOptions seanet_options(const MimiConfig& c) {
 
 // MimiModel.downsample: 25 Hz -> 12.5 Hz, kernel 2 * stride, no bias, replicate padding
 // whatever config.pad_mode says.
-layers::StreamableConv1dOptions downsample_options(const MimiConfig& c) {
-  layers::StreamableConv1dOptions o;
+blocks::StreamableConv1dOptions downsample_options(const MimiConfig& c) {
+  blocks::StreamableConv1dOptions o;
   o.in_channels = o.out_channels = c.hidden_size;
   o.stride = c.downsample_stride();
   o.kernel_size = 2 * o.stride;
   o.bias = false;
   o.causal = c.use_causal_conv;
-  o.pad_mode = layers::PadMode::kReplicate;
+  o.pad_mode = blocks::PadMode::kReplicate;
   return o;
 }
 
 // MimiModel.upsample: the depthwise (groups = upsample_groups) transposed conv back to 25 Hz.
-layers::StreamableConvTranspose1dOptions upsample_options(const MimiConfig& c) {
-  layers::StreamableConvTranspose1dOptions o;
+blocks::StreamableConvTranspose1dOptions upsample_options(const MimiConfig& c) {
+  blocks::StreamableConvTranspose1dOptions o;
   o.in_channels = o.out_channels = c.hidden_size;
   o.stride = c.downsample_stride();
   o.kernel_size = 2 * o.stride;
@@ -70,9 +70,9 @@ layers::StreamableConvTranspose1dOptions upsample_options(const MimiConfig& c) {
   return o;
 }
 
-tokenizers::SplitResidualVectorQuantizerOptions quantizer_options(const MimiConfig& c) {
-  tokenizers::SplitResidualVectorQuantizerOptions o;
-  o.quantizer.kind = tokenizers::CodebookKind::kMimi;
+blocks::SplitResidualVectorQuantizerOptions quantizer_options(const MimiConfig& c) {
+  blocks::SplitResidualVectorQuantizerOptions o;
+  o.quantizer.kind = blocks::CodebookKind::kMimi;
   o.quantizer.num_quantizers = c.num_quantizers;
   o.quantizer.codebook_size = c.codebook_size;
   o.quantizer.codebook_dim = c.codebook_dim;
@@ -85,26 +85,26 @@ tokenizers::SplitResidualVectorQuantizerOptions quantizer_options(const MimiConf
 class MimiModelImpl : public torch::nn::Module {
  public:
   MimiModelImpl(const MimiConfig& c, const torch::TensorOptions& o)
-      : encoder(register_module("encoder", layers::SeanetEncoder(seanet_options(c), o))),
+      : encoder(register_module("encoder", blocks::SeanetEncoder(seanet_options(c), o))),
         encoder_transformer(register_module("encoder_transformer",
                                             StreamingTransformer(c.transformer_options(), o))),
         downsample(
-            register_module("downsample", layers::StreamableConv1d(downsample_options(c), o))),
+            register_module("downsample", blocks::StreamableConv1d(downsample_options(c), o))),
         upsample(
-            register_module("upsample", layers::StreamableConvTranspose1d(upsample_options(c), o))),
+            register_module("upsample", blocks::StreamableConvTranspose1d(upsample_options(c), o))),
         decoder_transformer(register_module("decoder_transformer",
                                             StreamingTransformer(c.transformer_options(), o))),
-        decoder(register_module("decoder", layers::SeanetDecoder(seanet_options(c), o))),
+        decoder(register_module("decoder", blocks::SeanetDecoder(seanet_options(c), o))),
         quantizer(register_module(
-            "quantizer", tokenizers::SplitResidualVectorQuantizer(quantizer_options(c), o))) {}
+            "quantizer", blocks::SplitResidualVectorQuantizer(quantizer_options(c), o))) {}
 
-  layers::SeanetEncoder encoder;
+  blocks::SeanetEncoder encoder;
   StreamingTransformer encoder_transformer;
-  layers::StreamableConv1d downsample;
-  layers::StreamableConvTranspose1d upsample;
+  blocks::StreamableConv1d downsample;
+  blocks::StreamableConvTranspose1d upsample;
   StreamingTransformer decoder_transformer;
-  layers::SeanetDecoder decoder;
-  tokenizers::SplitResidualVectorQuantizer quantizer;
+  blocks::SeanetDecoder decoder;
+  blocks::SplitResidualVectorQuantizer quantizer;
 };
 TORCH_MODULE(MimiModel);
 
@@ -246,8 +246,8 @@ int64_t MimiConfig::downsample_stride() const {
 
 int64_t MimiConfig::hop_length() const { return seanet_hop_length() * downsample_stride(); }
 
-layers::StreamingTransformerOptions MimiConfig::transformer_options() const {
-  layers::StreamingTransformerOptions o;
+blocks::StreamingTransformerOptions MimiConfig::transformer_options() const {
+  blocks::StreamingTransformerOptions o;
   o.hidden_size = hidden_size;
   o.num_hidden_layers = num_hidden_layers;
   o.num_attention_heads = num_attention_heads;
@@ -258,13 +258,13 @@ layers::StreamingTransformerOptions MimiConfig::transformer_options() const {
   o.rope_theta = rope_theta;
   o.sliding_window = sliding_window;
   o.attention_bias = attention_bias;
-  o.hidden_act = layers::parse_activation(hidden_act, "MimiConfig.hidden_act");
+  o.hidden_act = blocks::parse_activation(hidden_act, "MimiConfig.hidden_act");
   return o;
 }
 
 std::string MimiStreamOptions::to_string() const {
   return std::string("MimiStreamOptions(window_cache=") +
-         (window_cache == layers::WindowCache::kExact ? "exact" : "moshi_ring") + ")";
+         (window_cache == blocks::WindowCache::kExact ? "exact" : "moshi_ring") + ")";
 }
 
 struct Mimi::Impl {
@@ -393,7 +393,7 @@ AudioCodes Mimi::encode(const torch::Tensor& audio, const AudioEncodeOptions& op
 torch::Tensor Mimi::decode(const AudioCodes& codes) const { return decode(codes, nullptr); }
 
 torch::Tensor Mimi::decode(const AudioCodes& codes, Intermediates* intermediates) const {
-  tokenizers::check_codes(codes.codes, impl_->config.num_quantizers, impl_->config.codebook_size,
+  blocks::check_codes(codes.codes, impl_->config.num_quantizers, impl_->config.codebook_size,
                           "Mimi::decode: codes");
   ALTO_CHECK(codes.codes.size(2) > 0, "Mimi::decode: codes must hold at least one frame, got ",
              shape_of(codes.codes));
@@ -487,7 +487,7 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
 
   torch::Tensor do_decode_step(const torch::Tensor& codes) override {
     const MimiConfig& c = impl_->config;
-    tokenizers::check_codes(codes, c.num_quantizers, c.codebook_size,
+    blocks::check_codes(codes, c.num_quantizers, c.codebook_size,
                             "MimiStream::decode_step: codes");
     ALTO_CHECK(codes.size(0) == batch_, "MimiStream::decode_step: codes must be [", batch_,
                ", K, frames] (the stream's batch), got ", shape_of(codes));
@@ -522,5 +522,12 @@ std::unique_ptr<tokenizers::AudioTokenizerStream> Mimi::stream(
   ALTO_CHECK(batch > 0, "Mimi::stream: batch must be positive, got ", batch);
   return std::make_unique<MimiStream>(impl_, impl_->codebooks(options), batch, stream_options);
 }
+
+namespace {
+const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
+    "mimi", {"Mimi, Moshi's and CSM's codec (transformers' MimiModel)", [](const std::string& dir, const LoadOptions& options) {
+             return Mimi::from_pretrained(dir, options);
+           }});
+}  // namespace
 
 }  // namespace alto::models

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "alto/core/safetensors.h"
-#include "alto/models/checkpoint.h"
-#include "alto/models/intermediates.h"
-#include "alto/models/layers/streaming_transformer.h"
+#include "alto/core/checkpoint.h"
+#include "alto/models/blocks/intermediates.h"
+#include "alto/models/blocks/streaming_transformer.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 
 namespace alto::models {
@@ -76,7 +76,7 @@ struct MimiConfig {
   /// Stride of the 25 Hz -> 12.5 Hz conv: encodec_frame_rate / frame_rate (2).
   int64_t downsample_stride() const;
   /// The options of the encoder and decoder transformers.
-  layers::StreamingTransformerOptions transformer_options() const;
+  blocks::StreamingTransformerOptions transformer_options() const;
 };
 
 /// Choices of a Mimi stream beyond the per-call encode options.
@@ -84,7 +84,7 @@ struct MimiStreamOptions {
   /// kExact: streaming equals offline for any chunking. kMoshiRing: moshi's ring KV cache, whose
   /// output differs from offline once more than sliding_window 25 Hz positions (10 s) have passed
   /// (see WindowCache); for parity with moshi's streaming API.
-  layers::WindowCache window_cache = layers::WindowCache::kExact;
+  blocks::WindowCache window_cache = blocks::WindowCache::kExact;
   std::string to_string() const;
 };
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing and builds alto into build/ (Release). Extra arguments go to cmake.
+# Installs what is missing and builds alto into build/ (Release). Extra arguments go to cmake
+# (scripts/demo.sh builds the library, the CLI and the Python module only; scripts/test.sh
+# everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh

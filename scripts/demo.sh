@@ -4,7 +4,10 @@
 # and the Python porting check on the tiny test checkpoints.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+# Only what the demo runs: the library, the CLI and the Python module (scripts/test.sh builds the
+# tests, benchmarks and fuzzers).
+bash scripts/build.sh -DALTO_BUILD_TESTS=OFF -DALTO_BUILD_BENCH=OFF -DALTO_BUILD_FUZZERS=OFF
+echo "demo.sh: built in ${SECONDS} s"
 out=$(mktemp -d)
 ./build/cli/alto info samples/*.flac samples/*.m4a
 ./build/cli/alto convert samples/stereo_44k.m4a "$out/stereo_16k_mono.flac" --sample-rate 16000 --mono
@@ -33,3 +36,4 @@ if [ -d build/python ]; then
   PYTHONPATH=build/python /usr/bin/python3 samples/port_whisper_encoder.py tests/data/models/whisper-tiny-random
 fi
 ls -l "$out"
+echo "demo.sh: done in ${SECONDS} s"

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/data/features/extra/*.safetensors: torchaudio references for the Kaldi fbank /
-MFCC and MelSpectrogram options the shared golden cases leave at their defaults.
+MFCC and MelSpectrogram options the shared golden cases leave at their defaults, and 22.05 kHz
+cases (a vocoder's front end) with their input as a 16-bit WAV for the CLI tests.
 
 Each file holds `input` (float32 samples, already scaled as passed), `expected` (the reference
 output) and metadata `function` (the torchaudio call) and `options` (its keyword arguments as
@@ -10,6 +11,7 @@ JSON). Run with Debian's python (torch 1.13, torchaudio 0.13):
 import json
 import os
 import struct
+import wave
 
 import numpy as np
 import torch
@@ -89,6 +91,29 @@ def main():
         write(os.path.join(OUT, name + ".safetensors"), {"input": chirp, "expected": y},
               {"function": "torchaudio.transforms.MelSpectrogram",
                "options": json.dumps(options), "torchaudio_version": torchaudio.__version__})
+    # 22.05 kHz: a chirp plus noise on the int16 grid, so the WAV holds it exactly.
+    rate = 22050
+    t = torch.arange(rate, dtype=torch.float64) / rate
+    generator = torch.Generator().manual_seed(22050)
+    signal = 0.4 * torch.sin(2 * np.pi * (200 * t + 3000 * t * t)) + \
+        0.05 * torch.randn(rate, generator=generator, dtype=torch.float64)
+    pcm = torch.round(signal.clamp(-1, 1) * 32767).to(torch.int16)
+    x = (pcm.to(torch.float32) / 32768)
+    with wave.open(os.path.join(OUT, "chirp_22050.wav"), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.numpy().astype("<i2").tobytes())
+    options = dict(sample_frequency=float(rate), num_mel_bins=40)
+    y = torchaudio.compliance.kaldi.fbank(x[None] * 32768, **options)
+    write(os.path.join(OUT, "fbank_22050.safetensors"), {"input": x * 32768, "expected": y},
+          {"function": "torchaudio.compliance.kaldi.fbank", "options": json.dumps(options),
+           "torchaudio_version": torchaudio.__version__, "wav": "chirp_22050.wav"})
+    options = dict(sample_rate=rate, n_fft=1024, hop_length=256, n_mels=80)
+    y = torchaudio.transforms.MelSpectrogram(**options)(x)
+    write(os.path.join(OUT, "melspec_22050.safetensors"), {"input": x, "expected": y},
+          {"function": "torchaudio.transforms.MelSpectrogram", "options": json.dumps(options),
+           "torchaudio_version": torchaudio.__version__, "wav": "chirp_22050.wav"})
 
 
 if __name__ == "__main__":

@@ -34,23 +34,23 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels) {
-  Audio a(channels, frames, sample_rate);
+audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels) {
+  audio::Audio a(channels, frames, sample_rate);
   for (int c = 0; c < channels; ++c)
     for (int64_t i = 0; i < frames; ++i)
       a.channel(c)[i] = static_cast<float>(amplitude * std::sin(2 * M_PI * frequency * i / sample_rate));
   return a;
 }
 
-Audio grid_noise(int sample_rate, int64_t frames, int channels, uint32_t seed) {
+audio::Audio grid_noise(int sample_rate, int64_t frames, int channels, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> dist(-16384, 16383);
-  Audio a(channels, frames, sample_rate);
+  audio::Audio a(channels, frames, sample_rate);
   for (auto& s : a.samples) s = dist(rng) / 32768.0f;
   return a;
 }
 
-SineFit fit_sine(const Audio& audio, double frequency, int64_t begin, int64_t end) {
+SineFit fit_sine(const audio::Audio& audio, double frequency, int64_t begin, int64_t end) {
   const double w = 2 * M_PI * frequency / audio.sample_rate;
   double ss = 0, cc = 0, sc = 0, xs = 0, xc = 0;
   const float* x = audio.channel(0);

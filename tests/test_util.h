@@ -16,9 +16,9 @@ std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 /// amplitude * sin(2 pi f n / rate) in every channel.
-Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels);
+audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels);
 /// Deterministic white noise on the int16 grid (k / 32768).
-Audio grid_noise(int sample_rate, int64_t frames, int channels, uint32_t seed);
+audio::Audio grid_noise(int sample_rate, int64_t frames, int channels, uint32_t seed);
 
 /// Least-squares fit of A sin(wn) + B cos(wn) over frames [begin, end) of channel 0.
 struct SineFit {
@@ -26,7 +26,7 @@ struct SineFit {
   double delay_samples;  // lag of the fitted sine behind sin(wn)
   double gain;           // fitted amplitude
 };
-SineFit fit_sine(const Audio& audio, double frequency, int64_t begin, int64_t end);
+SineFit fit_sine(const audio::Audio& audio, double frequency, int64_t begin, int64_t end);
 
 /// A RIFF/WAVE file: `format_tag` 1 (PCM) or 3 (float), little-endian interleaved `data`.
 /// `declared_data_bytes` < 0 declares the true size.

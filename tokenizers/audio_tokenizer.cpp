@@ -6,10 +6,6 @@
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/core/threading.h"
-#include "alto/models/encodec.h"
-// Codec architectures register here, one include and one line in from_pretrained each.
-#include "alto/models/dac.h"
-#include "alto/models/mimi.h"
 
 namespace alto::tokenizers {
 
@@ -49,8 +45,12 @@ std::unique_ptr<AudioTokenizerStream> AudioTokenizer::stream(const AudioEncodeOp
                     " codec does not stream (only causal codecs do: Mimi, causal EnCodec)");
 }
 
+const Registry<AudioTokenizerEntry>& audio_tokenizers() {
+  return Registry<AudioTokenizerEntry>::instance();
+}
+
 std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(
-    const std::string& dir, const models::LoadOptions& options) {
+    const std::string& dir, const LoadOptions& options) {
   namespace fs = std::filesystem;
   ALTO_CHECK_AS(IoError, fs::is_directory(dir), "AudioTokenizer::from_pretrained: ", dir,
                 " is not a folder (expected a checkpoint folder with config.json and "
@@ -60,11 +60,7 @@ std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(
   json.require("model_type");
   std::string model_type;
   json.read("model_type", model_type);
-  if (model_type == "encodec") return models::Encodec::from_pretrained(dir, options);
-  if (model_type == "mimi") return models::Mimi::from_pretrained(dir, options);
-  if (model_type == "dac") return models::Dac::from_pretrained(dir, options);
-  throw Unsupported(file + ": model_type '" + model_type +
-                    "' is not an audio codec alto supports (encodec, mimi, dac)");
+  return audio_tokenizers().at(model_type, file).from_pretrained(dir, options);
 }
 
 }  // namespace alto::tokenizers

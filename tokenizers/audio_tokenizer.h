@@ -6,10 +6,12 @@
 
 #include <torch/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
-#include "alto/models/checkpoint.h"
+#include "alto/core/checkpoint.h"
+#include "alto/core/registry.h"
 
 namespace alto::tokenizers {
 
@@ -43,9 +45,10 @@ class AudioTokenizer {
   virtual ~AudioTokenizer() = default;
 
   /// `dir` holds config.json and model.safetensors (a preprocessor_config.json is optional).
-  /// Throws alto::Unsupported naming the model_type for an architecture alto lacks.
+  /// The codec registered for config.json's model_type loads it; alto::Unsupported naming the
+  /// model_type and the known ones for an architecture alto lacks.
   static std::shared_ptr<const AudioTokenizer> from_pretrained(
-      const std::string& dir, const models::LoadOptions& options = {});
+      const std::string& dir, const LoadOptions& options = {});
 
   /// config.json's model_type: "encodec", "mimi", "dac".
   virtual std::string model_type() const = 0;
@@ -70,18 +73,34 @@ class AudioTokenizer {
   /// alto::InvalidArgument naming the expected shape or id range for codes that do not fit.
   virtual torch::Tensor decode(const AudioCodes& codes) const = 0;
 
+  /// Whether codes carry a leading chunk axis ([chunks, batch, K, T], EnCodec's layout) rather
+  /// than [batch, K, T].
+  virtual bool chunked_codes() const { return false; }
   /// Whether frame-by-frame streaming is available (causal codecs: Mimi, causal EnCodec).
   virtual bool supports_streaming() const { return false; }
   /// A fresh stream over this model; throws alto::Unsupported when !supports_streaming().
   virtual std::unique_ptr<AudioTokenizerStream> stream(const AudioEncodeOptions& options = {},
                                                        int64_t batch = 1) const;
 
-  const models::LoadOptions& load_options() const { return load_options_; }
+  const LoadOptions& load_options() const { return load_options_; }
 
  protected:
-  explicit AudioTokenizer(const models::LoadOptions& options) : load_options_(options) {}
-  models::LoadOptions load_options_;
+  explicit AudioTokenizer(const LoadOptions& options) : load_options_(options) {}
+  LoadOptions load_options_;
 };
+
+/// A registered codec architecture, keyed by config.json's model_type. Each codec registers
+/// itself in its own source file:
+///   static const Registration<AudioTokenizerEntry> r("mimi", {"Mimi ...", Mimi::from_pretrained});
+struct AudioTokenizerEntry {
+  static const char* kind() { return "audio codec model_type"; }
+  std::string description;
+  std::function<std::shared_ptr<const AudioTokenizer>(const std::string& dir,
+                                                      const LoadOptions& options)>
+      from_pretrained;
+};
+/// Every registered codec, keyed by model_type.
+const Registry<AudioTokenizerEntry>& audio_tokenizers();
 
 /// Frame-by-frame encode and decode with explicit state. Feeding any chunking of a signal gives
 /// the codes (and audio) of one offline call over the whole signal. A step runs on the calling

@@ -13,7 +13,7 @@
 
 #include "alto/core/error.h"
 
-namespace alto {
+namespace alto::tokenizers {
 
 const std::vector<std::string>& whisper_language_codes() {
   static const std::vector<std::string> codes = {
@@ -576,7 +576,7 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tiktoken(const fs::
   return impl;
 }
 
-BpeTokenizer BpeTokenizer::from_pretrained(const std::string& path) {
+std::shared_ptr<const BpeTokenizer> BpeTokenizer::from_pretrained(const std::string& path) {
   const fs::path p(path);
   std::shared_ptr<Impl> impl;
   if (fs::is_directory(p)) {
@@ -595,8 +595,8 @@ BpeTokenizer BpeTokenizer::from_pretrained(const std::string& path) {
       impl = Impl::load_tiktoken(p);
   }
   impl->finish();
-  BpeTokenizer tokenizer;
-  tokenizer.impl_ = std::move(impl);
+  auto tokenizer = std::make_shared<BpeTokenizer>();
+  tokenizer->impl_ = std::move(impl);
   return tokenizer;
 }
 
@@ -688,46 +688,41 @@ bool BpeTokenizer::is_special(int64_t id) const {
   return id >= 0 && id < vocab_size() && impl_->special[id];
 }
 
-namespace {
-int64_t required(const BpeTokenizer& t, std::initializer_list<const char*> names) {
-  for (const char* name : names)
-    if (int64_t id = t.token_to_id(name); id >= 0) return id;
-  throw InvalidArgument(std::string("this tokenizer has no ") + *names.begin() +
-                        " token: it is not a Whisper tokenizer");
+std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  return impl_->decode(ids, {skip_special_tokens, false});
 }
+
+std::vector<TokenSpan> BpeTokenizer::encode_with_offsets(const std::string& text) const {
+  std::vector<TokenSpan> spans;
+  size_t at = 0;
+  for (int64_t id : encode(text)) {
+    const size_t length = impl_->bytes_of[id].size();
+    spans.push_back({id, at, at + length});
+    at += length;
+  }
+  return spans;
+}
+
+std::vector<std::pair<std::string, int64_t>> BpeTokenizer::added_tokens() const {
+  std::vector<std::pair<std::string, int64_t>> tokens;
+  for (size_t id = 0; id < impl_->added.size(); ++id)
+    if (impl_->added[id]) tokens.emplace_back(impl_->bytes_of[id], static_cast<int64_t>(id));
+  return tokens;
+}
+
+namespace {
+const Registration<TextTokenizerEntry> kRegistration(
+    "byte-level-bpe",
+    {"byte-level BPE (tokenizer.json, vocab.json + merges.txt, or a .tiktoken file)",
+     [](const std::string& path) {
+       const fs::path p(path);
+       if (fs::is_directory(p))
+         return fs::exists(p / "tokenizer.json") || fs::exists(p / "vocab.json");
+       return p.extension() == ".json" || p.extension() == ".tiktoken";
+     },
+     [](const std::string& path) -> std::shared_ptr<const TextTokenizer> {
+       return BpeTokenizer::from_pretrained(path);
+     }});
 }  // namespace
 
-int64_t BpeTokenizer::eot() const { return required(*this, {"<|endoftext|>"}); }
-int64_t BpeTokenizer::sot() const { return required(*this, {"<|startoftranscript|>"}); }
-int64_t BpeTokenizer::transcribe() const { return required(*this, {"<|transcribe|>"}); }
-int64_t BpeTokenizer::translate() const { return required(*this, {"<|translate|>"}); }
-int64_t BpeTokenizer::start_of_lm() const { return required(*this, {"<|startoflm|>"}); }
-int64_t BpeTokenizer::start_of_prev() const { return required(*this, {"<|startofprev|>"}); }
-int64_t BpeTokenizer::no_speech() const {
-  return required(*this, {"<|nospeech|>", "<|nocaptions|>"});
-}
-int64_t BpeTokenizer::no_timestamps() const { return required(*this, {"<|notimestamps|>"}); }
-int64_t BpeTokenizer::timestamp_begin() const { return required(*this, {"<|0.00|>"}); }
-
-int64_t BpeTokenizer::language_token(const std::string& code) const {
-  const int64_t id = token_to_id("<|" + code + "|>");
-  const auto codes = languages();
-  if (id < 0 || std::find(codes.begin(), codes.end(), code) == codes.end()) {
-    std::string known;
-    for (const auto& c : codes) known += (known.empty() ? "" : " ") + c;
-    throw InvalidArgument("unknown language '" + code + "' (this tokenizer knows: " + known + ")");
-  }
-  return id;
-}
-
-std::vector<std::string> BpeTokenizer::languages() const {
-  std::vector<std::pair<int64_t, std::string>> found;
-  for (const auto& code : whisper_language_codes())
-    if (int64_t id = token_to_id("<|" + code + "|>"); id >= 0) found.emplace_back(id, code);
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> codes;
-  for (auto& [id, code] : found) codes.push_back(code);
-  return codes;
-}
-
-}  // namespace alto
+}  // namespace alto::tokenizers

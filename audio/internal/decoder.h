@@ -10,7 +10,7 @@
 #include "alto/audio/audio.h"
 #include "alto/audio/load.h"
 
-namespace alto::detail {
+namespace alto::audio::detail {
 
 /// Where encoded audio comes from: a path (a file, a named pipe, "-" for stdin) or memory.
 struct Source {
@@ -41,4 +41,4 @@ std::unique_ptr<Decoder> open_sndfile_decoder(const Source& source);  // null if
 std::unique_ptr<Decoder> open_ffmpeg_decoder(const Source& source,
                                              const std::optional<RawPcmFormat>& raw);
 
-}  // namespace alto::detail
+}  // namespace alto::audio::detail

@@ -13,7 +13,7 @@ extern "C" {
 #include "alto/audio/internal/ffmpeg_util.h"
 #include "alto/core/error.h"
 
-namespace alto::detail {
+namespace alto::audio::detail {
 namespace {
 
 constexpr int kIoBufferSize = 1 << 16;
@@ -105,7 +105,7 @@ class FfmpegDecoder final : public Decoder {
     if (raw) {
       input_format = av_find_input_format(raw->sample_format.c_str());
       if (!input_format) avformat_free_context(raw_ctx);
-      ALTO_CHECK(input_format != nullptr, "LoadOptions.raw.sample_format: FFmpeg has no raw "
+      ALTO_CHECK(input_format != nullptr, "DecodeOptions.raw.sample_format: FFmpeg has no raw "
                  "format \"", raw->sample_format, "\" (try s16le, s24le, s32le, f32le, f64le, u8)");
       AVChannelLayout layout;
       av_channel_layout_default(&layout, raw->channels);
@@ -264,4 +264,4 @@ std::unique_ptr<Decoder> open_ffmpeg_decoder(const Source& source,
   return std::make_unique<FfmpegDecoder>(source, raw);
 }
 
-}  // namespace alto::detail
+}  // namespace alto::audio::detail

@@ -7,7 +7,7 @@ extern "C" {
 #include <libavutil/log.h>
 }
 
-namespace alto::detail {
+namespace alto::audio::detail {
 
 std::string av_error_text(int code) {
   char text[AV_ERROR_MAX_STRING_SIZE] = {0};
@@ -22,4 +22,4 @@ void quiet_ffmpeg_logging() {
   });
 }
 
-}  // namespace alto::detail
+}  // namespace alto::audio::detail

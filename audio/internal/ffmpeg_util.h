@@ -10,7 +10,7 @@ extern "C" {
 #include <memory>
 #include <string>
 
-namespace alto::detail {
+namespace alto::audio::detail {
 
 struct FormatContextCloser {
   void operator()(AVFormatContext* c) const { avformat_close_input(&c); }
@@ -48,4 +48,4 @@ std::string av_error_text(int code);
 /// FFmpeg's log level once, the first time alto opens anything with it.
 void quiet_ffmpeg_logging();
 
-}  // namespace alto::detail
+}  // namespace alto::audio::detail

@@ -9,7 +9,7 @@
 #include "alto/audio/internal/decoder.h"
 #include "alto/core/error.h"
 
-namespace alto::detail {
+namespace alto::audio::detail {
 namespace {
 
 struct SndfileCloser {
@@ -181,4 +181,4 @@ std::unique_ptr<Decoder> open_sndfile_decoder(const Source& source) {
   return std::make_unique<SndfileDecoder>(source, std::move(file), sf, std::move(memory));
 }
 
-}  // namespace alto::detail
+}  // namespace alto::audio::detail

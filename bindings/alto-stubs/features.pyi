@@ -51,10 +51,10 @@ class KaldiFbank(FeatureExtractor):
         low_freq: float = 20.0,
         high_freq: float = 0.0,
         num_mel_bins: int = 23,
-        subtract_mean: bool = False,
-        min_duration: float = 0.0,
         use_log_fbank: bool = True,
         use_power: bool = True,
+        subtract_mean: bool = False,
+        min_duration: float = 0.0,
     ) -> None: ...
     def compute(self, wave: TensorLike) -> torch.Tensor:
         """[samples] -> [frames, num_mel_bins (+1 with use_energy)]."""
@@ -63,8 +63,33 @@ class KaldiFbank(FeatureExtractor):
 
 class KaldiMfcc(FeatureExtractor):
     """torchaudio.compliance.kaldi.mfcc; KaldiFbank's options (without use_log_fbank /
-    use_power) plus num_ceps=13, cepstral_lifter=22.0."""
-    def __init__(self, **options: Any) -> None: ...
+    use_power) plus num_ceps and cepstral_lifter."""
+    def __init__(
+        self,
+        *,
+        sample_frequency: float = 16000.0,
+        frame_length: float = 25.0,
+        frame_shift: float = 10.0,
+        dither: float = 0.0,
+        dither_seed: int = 0,
+        preemphasis_coefficient: float = 0.97,
+        remove_dc_offset: bool = True,
+        window_type: str = "povey",
+        blackman_coeff: float = 0.42,
+        round_to_power_of_two: bool = True,
+        snip_edges: bool = True,
+        energy_floor: float = 1.0,
+        raw_energy: bool = True,
+        use_energy: bool = False,
+        htk_compat: bool = False,
+        low_freq: float = 20.0,
+        high_freq: float = 0.0,
+        num_mel_bins: int = 23,
+        subtract_mean: bool = False,
+        min_duration: float = 0.0,
+        num_ceps: int = 13,
+        cepstral_lifter: float = 22.0,
+    ) -> None: ...
     def compute(self, wave: TensorLike) -> torch.Tensor:
         """[samples] -> [frames, num_ceps]."""
     @property
@@ -183,6 +208,10 @@ class InverseStft:
     def __init__(self, **options: Any) -> None: ...
     def compute(self, spectrum: TensorLike, length: Optional[int] = None) -> torch.Tensor: ...
 
+def extractors() -> dict[str, dict[str, Any]]:
+    """The registered extractors: {name: {transformers_type, description, options}}."""
+def create(name: str, **options: Any) -> FeatureExtractor:
+    """A registered extractor by name, built from keyword options."""
 def mel_filter_bank(
     *,
     num_frequency_bins: int = 201,

@@ -14,11 +14,14 @@
 #include <vector>
 
 #include "alto/core/error.h"
+#include "alto/core/options.h"
 
 namespace alto::detail {
 
 class JsonConfig {
  public:
+  JsonConfig() = default;
+
   /// Throws alto::IoError naming `path` when it is missing, not JSON or not an object.
   static JsonConfig load(const std::string& path) {
     std::ifstream in(path);
@@ -45,21 +48,55 @@ class JsonConfig {
     JsonConfig config = load(file);
     std::string found = model_type;
     config.read("model_type", found);
-    ALTO_CHECK_AS(Unsupported, found == model_type, file, ": model_type '", found, "' is not ",
+    ALTO_CHECK_AS(Unsupported, model_type.empty() || found == model_type, file, ": model_type '", found, "' is not ",
                   architecture, " model (expected \"", model_type, "\")");
     return config;
   }
 
   const std::string& path() const { return path_; }
-  /// config.validate(), its error rethrown as alto::InvalidArgument naming this file.
+  /// "file: key" with the nesting of a sub-config ("config.json: text_config.vocab_size").
+  std::string where(const char* key) const { return path_ + ": " + prefix_ + key; }
+
+  /// A nested config (`text_config`, `audio_config`, ...): read, checked and reported like a
+  /// top-level one, its keys named with the path ("text_config.hidden_size"). A missing or
+  /// non-object key is an error naming it.
+  JsonConfig sub(const char* key) const {
+    const nlohmann::json* v = find(key);
+    ALTO_CHECK_AS(IoError, v && v->is_object(), path_, ": field '", prefix_, key,
+                  "' must be an object", v ? ", got " + v->dump() : " (it is missing)");
+    JsonConfig config;
+    config.path_ = path_;
+    config.prefix_ = prefix_ + key + ".";
+    config.json_ = *v;
+    return config;
+  }
+
+  /// config.validate(), its error rethrown as alto::InvalidArgument naming this file (and the
+  /// sub-config).
   template <typename Config>
   const Config& validated(const Config& config) const {
     try {
       config.validate();
     } catch (const Error& e) {
-      throw InvalidArgument(path_ + ": " + e.what());
+      throw InvalidArgument(path_ + ": " + prefix_ + e.what());
     }
     return config;
+  }
+
+  /// The values of the present, non-null keys among `fields`, for an OptionSchema. A value of a
+  /// kind JSON cannot give a field (an object, a list) is an error naming the key.
+  OptionValues option_values(const std::vector<OptionField>& fields) const {
+    OptionValues values;
+    for (const auto& field : fields) {
+      const nlohmann::json* v = find(field.name.c_str());
+      if (!v) continue;
+      if (v->is_boolean()) values[field.name] = v->get<bool>();
+      else if (v->is_number_integer()) values[field.name] = v->get<int64_t>();
+      else if (v->is_number()) values[field.name] = v->get<double>();
+      else if (v->is_string()) values[field.name] = v->get<std::string>();
+      else bad(field.name.c_str(), "a boolean, number or string");
+    }
+    return values;
   }
   bool has(const char* key) const { return find(key) != nullptr; }
   const nlohmann::json* find(const char* key) const {
@@ -148,16 +185,17 @@ class JsonConfig {
   /// The error for a key that is present but unusable.
   [[noreturn]] void bad(const char* key, const char* expected) const {
     const nlohmann::json* v = find(key);
-    throw InvalidArgument(path_ + ": field '" + key + "' must be " + expected + ", got " +
+    throw InvalidArgument(path_ + ": field '" + prefix_ + key + "' must be " + expected + ", got " +
                           (v ? v->dump() : "null"));
   }
   /// The error for a key a model cannot do without.
   void require(const char* key) const {
-    ALTO_CHECK(has(key), path_, ": missing field '", key, "'");
+    ALTO_CHECK(has(key), path_, ": missing field '", prefix_, key, "'");
   }
 
  private:
   std::string path_;
+  std::string prefix_;  // "text_config." inside a nested config
   nlohmann::json json_;
 };
 

@@ -18,22 +18,22 @@ std::vector<uint8_t> pcm16_silence(int frames) { return std::vector<uint8_t>(2 *
 }  // namespace
 
 TEST_CASE("missing file, directory, empty and non-audio files", "[audio][errors]") {
-  CHECK_THROWS_AS(load_audio("/no/such/file.wav"), IoError);
-  CHECK_THROWS_WITH(load_audio("/no/such/file.wav"),
+  CHECK_THROWS_AS(audio::load_audio("/no/such/file.wav"), IoError);
+  CHECK_THROWS_WITH(audio::load_audio("/no/such/file.wav"),
                     Contains("/no/such/file.wav") && Contains("No such file"));
   std::string dir = test::temp_path("a_directory");
   std::filesystem::create_directories(dir);
-  CHECK_THROWS_WITH(load_audio(dir), Contains(dir) && Contains("directory"));
+  CHECK_THROWS_WITH(audio::load_audio(dir), Contains(dir) && Contains("directory"));
 
   std::string empty = test::temp_path("empty.wav");
   test::write_bytes(empty, {});
-  CHECK_THROWS_WITH(load_audio(empty), Contains(empty));
+  CHECK_THROWS_WITH(audio::load_audio(empty), Contains(empty));
 
   std::string text = test::temp_path("notes.txt");
   const char* words = "these are not audio samples, just words in a text file\n";
   test::write_bytes(text, std::vector<uint8_t>(words, words + std::strlen(words)));
-  CHECK_THROWS_AS(load_audio(text), IoError);
-  CHECK_THROWS_WITH(probe_audio(text), Contains(text));
+  CHECK_THROWS_AS(audio::load_audio(text), IoError);
+  CHECK_THROWS_WITH(audio::probe_audio(text), Contains(text));
 }
 
 TEST_CASE("truncated and zero-length files", "[audio][errors]") {
@@ -41,25 +41,25 @@ TEST_CASE("truncated and zero-length files", "[audio][errors]") {
   auto truncated = test::make_wav(1, 16, 1, 16000, pcm16_silence(100), 32000);
   std::string path = test::temp_path("truncated.wav");
   test::write_bytes(path, truncated);
-  CHECK_THROWS_WITH(load_audio(path), Contains(path) && Contains("truncated"));
-  CHECK_THROWS_WITH(load_audio_from_memory(truncated.data(), truncated.size(), {}, "t.wav"),
+  CHECK_THROWS_WITH(audio::load_audio(path), Contains(path) && Contains("truncated"));
+  CHECK_THROWS_WITH(audio::load_audio_from_memory(truncated.data(), truncated.size(), {}, "t.wav"),
                     Contains("t.wav") && Contains("truncated"));
 
   // A header cut in the middle.
   auto header_only = test::make_wav(1, 16, 1, 16000, pcm16_silence(100));
   header_only.resize(30);
-  CHECK_THROWS_AS(load_audio_from_memory(header_only.data(), header_only.size()), IoError);
+  CHECK_THROWS_AS(audio::load_audio_from_memory(header_only.data(), header_only.size()), IoError);
 
   // A valid file with no samples.
   auto no_frames = test::make_wav(1, 16, 1, 16000, {});
   std::string zero = test::temp_path("zero.wav");
   test::write_bytes(zero, no_frames);
-  CHECK_THROWS_WITH(load_audio(zero), Contains(zero) && Contains("no audio"));
+  CHECK_THROWS_WITH(audio::load_audio(zero), Contains(zero) && Contains("no audio"));
 
   // An MP3 cut to its first bytes.
   auto mp3 = test::read_bytes(test::data_path("stereo44k.mp3"));
   mp3.resize(200);
-  CHECK_THROWS_AS(load_audio_from_memory(mp3.data(), mp3.size(), {}, "cut.mp3"), Error);
+  CHECK_THROWS_AS(audio::load_audio_from_memory(mp3.data(), mp3.size(), {}, "cut.mp3"), Error);
 }
 
 TEST_CASE("NaN and Inf samples are rejected with their position", "[audio][errors]") {
@@ -68,37 +68,37 @@ TEST_CASE("NaN and Inf samples are rejected with their position", "[audio][error
   std::vector<uint8_t> bytes(reinterpret_cast<uint8_t*>(samples.data()),
                              reinterpret_cast<uint8_t*>(samples.data() + samples.size()));
   auto wav = test::make_wav(3, 32, 1, 16000, bytes);
-  CHECK_THROWS_WITH(load_audio_from_memory(wav.data(), wav.size(), {}, "nan.wav"),
+  CHECK_THROWS_WITH(audio::load_audio_from_memory(wav.data(), wav.size(), {}, "nan.wav"),
                     Contains("nan.wav") && Contains("sample 40") && Contains("finite"));
 }
 
 TEST_CASE("impossible options name the field", "[audio][errors]") {
   const std::string wav = test::data_path("stereo44k_f32.wav");
-  LoadOptions o;
+  audio::DecodeOptions o;
   o.sample_rate = 0;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("LoadOptions.sample_rate"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.sample_rate"));
   o = {};
   o.channel = 2;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("LoadOptions.channel") && Contains("2 channels"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.channel") && Contains("2 channels"));
   o = {};
   o.offset = 5.0;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("LoadOptions.offset") && Contains("past the end"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.offset") && Contains("past the end"));
   o.offset = 5.0;  // an MP3 has no exact length up front; the error comes after decoding
-  CHECK_THROWS_WITH(load_audio(test::data_path("stereo44k.mp3"), o), Contains("LoadOptions.offset"));
+  CHECK_THROWS_WITH(audio::load_audio(test::data_path("stereo44k.mp3"), o), Contains("DecodeOptions.offset"));
   o = {};
   o.offset = -1;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("LoadOptions.offset"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.offset"));
   o = {};
   o.duration = 0.0;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("LoadOptions.duration"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.duration"));
   o = {};
   o.mono = true;
   o.channel = 0;
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("exclude"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("exclude"));
   o = {};
-  o.raw = RawPcmFormat{"s17le", 16000, 1};
-  CHECK_THROWS_WITH(load_audio(wav, o), Contains("raw.sample_format"));
-  CHECK_THROWS_WITH(AudioStreamReader(wav, {}, 0), Contains("chunk_frames"));
+  o.raw = audio::RawPcmFormat{"s17le", 16000, 1};
+  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("raw.sample_format"));
+  CHECK_THROWS_WITH(audio::AudioStreamReader(wav, {}, 0), Contains("chunk_frames"));
 }
 
 TEST_CASE("random bytes never crash the in-memory decoder", "[audio][errors]") {
@@ -111,7 +111,7 @@ TEST_CASE("random bytes never crash the in-memory decoder", "[audio][errors]") {
       bytes[state % bytes.size()] ^= static_cast<uint8_t>(state >> 24);
     }
     try {
-      load_audio_from_memory(bytes.data(), bytes.size());
+      audio::load_audio_from_memory(bytes.data(), bytes.size());
     } catch (const Error&) {
       // A clear error is the expected outcome for most corruptions.
     }

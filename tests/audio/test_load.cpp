@@ -41,7 +41,7 @@ int64_t best_lag(const float* reference, const float* actual, int64_t n, int64_t
 }
 
 // Little-endian integer samples of `bits` from floats on the grid.
-std::vector<uint8_t> pcm_bytes(const Audio& a, int bits) {
+std::vector<uint8_t> pcm_bytes(const audio::Audio& a, int bits) {
   std::vector<uint8_t> out;
   for (int64_t i = 0; i < a.frames; ++i)
     for (int c = 0; c < a.channels; ++c) {
@@ -60,27 +60,27 @@ TEST_CASE("probe_audio reports what ffmpeg reports for every fixture", "[audio][
     std::string path = name.rfind("speech", 0) == 0 ? std::string(ALTO_SAMPLES_DIR) + "/" + name
                                                     : data_path(name);
     INFO(name);
-    AudioInfo info = probe_audio(path);
+    audio::AudioInfo info = audio::probe_audio(path);
     CHECK(info.sample_rate == expected["sample_rate"].get<int>());
     CHECK(info.channels == expected["channels"].get<int>());
     CHECK(info.frames == expected["frames"].get<int64_t>());
-    Audio audio = load_audio(path);
+    audio::Audio audio = audio::load_audio(path);
     CHECK(audio.frames == info.frames);
     CHECK(audio.channels == info.channels);
   }
 }
 
 TEST_CASE("lossy fixtures decode aligned with their source", "[audio][load]") {
-  Audio source = load_audio(data_path("stereo44k_f32.wav"));
+  audio::Audio source = audio::load_audio(data_path("stereo44k_f32.wav"));
   REQUIRE(source.frames == 44100);
   // Encoder delay is removed (LAME's, AAC priming, Opus pre-skip): the decoded speech channel
   // lines up with the source's at lag 0 and resembles it.
-  LoadOptions to_44k;
+  audio::DecodeOptions to_44k;
   to_44k.sample_rate = 44100;  // Opus decodes at 48 kHz
   for (const char* name : {"stereo44k.mp3", "stereo44k.m4a", "video.mp4", "stereo44k.opus",
                            "stereo44k.webm"}) {
     INFO(name);
-    Audio decoded = load_audio(data_path(name), to_44k);
+    audio::Audio decoded = audio::load_audio(data_path(name), to_44k);
     REQUIRE(decoded.frames >= source.frames);
     const bool opus = std::string(name).find("stereo44k.") == 0 &&
                       (std::string(name).find("opus") != std::string::npos ||
@@ -93,19 +93,19 @@ TEST_CASE("lossy fixtures decode aligned with their source", "[audio][load]") {
   }
   // Matroska stores no MP3 encoder delay, so its audio keeps LAME's 1105-sample lead, as ffmpeg
   // decodes it too.
-  Audio mkv = load_audio(data_path("video.mkv"));
+  audio::Audio mkv = audio::load_audio(data_path("video.mkv"));
   CHECK(best_lag(source.channel(0), mkv.channel(0), source.frames, 1500) == 1105);
 }
 
 TEST_CASE("WAV of every integer width and float decodes to the exact grid values", "[audio][load]") {
-  Audio noise = test::grid_noise(16000, 1000, 2, 7);
+  audio::Audio noise = test::grid_noise(16000, 1000, 2, 7);
   for (int bits : {8, 16, 24, 32}) {
     INFO(bits << "-bit PCM");
     // Restrict to the coarsest grid so every width represents the values exactly.
-    Audio grid = noise;
+    audio::Audio grid = noise;
     for (auto& s : grid.samples) s = std::round(s * 128) / 128;
     auto bytes = test::make_wav(1, bits, 2, 16000, pcm_bytes(grid, bits));
-    Audio decoded = load_audio_from_memory(bytes.data(), bytes.size());
+    audio::Audio decoded = audio::load_audio_from_memory(bytes.data(), bytes.size());
     REQUIRE(decoded.frames == 1000);
     CHECK(decoded.samples == grid.samples);
   }
@@ -116,7 +116,7 @@ TEST_CASE("WAV of every integer width and float decodes to the exact grid values
       floats.insert(floats.end(), p, p + 4);
     }
   auto bytes = test::make_wav(3, 32, 2, 16000, floats);
-  CHECK(load_audio_from_memory(bytes.data(), bytes.size()).samples == noise.samples);
+  CHECK(audio::load_audio_from_memory(bytes.data(), bytes.size()).samples == noise.samples);
 }
 
 TEST_CASE("memory and file decoding agree for every container", "[audio][load]") {
@@ -124,61 +124,61 @@ TEST_CASE("memory and file decoding agree for every container", "[audio][load]")
                            "video.mkv", "stereo44k_f32.wav"}) {
     INFO(name);
     auto bytes = test::read_bytes(data_path(name));
-    CHECK(load_audio_from_memory(bytes.data(), bytes.size()).samples ==
-          load_audio(data_path(name)).samples);
+    CHECK(audio::load_audio_from_memory(bytes.data(), bytes.size()).samples ==
+          audio::load_audio(data_path(name)).samples);
   }
 }
 
 TEST_CASE("mono is the mean of the channels; channel picks one", "[audio][load]") {
-  Audio stereo = load_audio(data_path("stereo44k_f32.wav"));
-  LoadOptions mono;
+  audio::Audio stereo = audio::load_audio(data_path("stereo44k_f32.wav"));
+  audio::DecodeOptions mono;
   mono.mono = true;
-  Audio m = load_audio(data_path("stereo44k_f32.wav"), mono);
+  audio::Audio m = audio::load_audio(data_path("stereo44k_f32.wav"), mono);
   REQUIRE(m.channels == 1);
   for (int64_t i = 0; i < m.frames; i += 97)
     CHECK(m.channel(0)[i] == Approx((stereo.channel(0)[i] + stereo.channel(1)[i]) / 2).margin(1e-7));
-  LoadOptions right;
+  audio::DecodeOptions right;
   right.channel = 1;
-  Audio r = load_audio(data_path("stereo44k_f32.wav"), right);
+  audio::Audio r = audio::load_audio(data_path("stereo44k_f32.wav"), right);
   REQUIRE(r.channels == 1);
   CHECK(std::equal(r.samples.begin(), r.samples.end(), stereo.channel(1)));
 }
 
 TEST_CASE("offset and duration select exact frames", "[audio][load]") {
-  Audio full = load_audio(data_path("stereo44k_f32.wav"));
-  LoadOptions part;
+  audio::Audio full = audio::load_audio(data_path("stereo44k_f32.wav"));
+  audio::DecodeOptions part;
   part.offset = 0.25;
   part.duration = 0.5;
-  Audio slice = load_audio(data_path("stereo44k_f32.wav"), part);
+  audio::Audio slice = audio::load_audio(data_path("stereo44k_f32.wav"), part);
   REQUIRE(slice.frames == 22050);
   CHECK(slice.samples == full.slice(11025, 22050).samples);
 
   // FLAC seeks exactly too.
   std::string flac = test::temp_path("seek.flac");
-  Audio grid = test::grid_noise(16000, 48000, 1, 3);
-  save_audio(flac, grid, {FileFormat::kFlac, SampleEncoding::kPcm16});
+  audio::Audio grid = test::grid_noise(16000, 48000, 1, 3);
+  audio::save_audio(flac, grid, {audio::FileFormat::kFlac, audio::SampleEncoding::kPcm16});
   part.offset = 1.0;
   part.duration = 0.75;
-  CHECK(load_audio(flac, part).samples == grid.slice(16000, 12000).samples);
+  CHECK(audio::load_audio(flac, part).samples == grid.slice(16000, 12000).samples);
 
   // MP3 seeks (with pre-roll) land on the same samples as decoding from the start.
-  Audio mp3 = load_audio(data_path("stereo44k.mp3"));
+  audio::Audio mp3 = audio::load_audio(data_path("stereo44k.mp3"));
   part.offset = 0.6;
   part.duration = std::nullopt;
-  Audio mp3_tail = load_audio(data_path("stereo44k.mp3"), part);
+  audio::Audio mp3_tail = audio::load_audio(data_path("stereo44k.mp3"), part);
   REQUIRE(mp3_tail.frames == mp3.frames - 26460);
-  Audio expected = mp3.slice(26460, mp3_tail.frames);
+  audio::Audio expected = mp3.slice(26460, mp3_tail.frames);
   CHECK(snr_db(expected.channel(0), mp3_tail.channel(0), expected.frames) > 60.0);
 }
 
 TEST_CASE("raw PCM with a given format", "[audio][load]") {
-  Audio grid = test::grid_noise(8000, 800, 2, 11);
+  audio::Audio grid = test::grid_noise(8000, 800, 2, 11);
   auto bytes = pcm_bytes(grid, 16);
   std::string path = test::temp_path("raw.s16le");
   test::write_bytes(path, bytes);
-  LoadOptions options;
-  options.raw = RawPcmFormat{"s16le", 8000, 2};
-  Audio decoded = load_audio(path, options);
+  audio::DecodeOptions options;
+  options.raw = audio::RawPcmFormat{"s16le", 8000, 2};
+  audio::Audio decoded = audio::load_audio(path, options);
   CHECK(decoded.sample_rate == 8000);
   CHECK(decoded.samples == grid.samples);
 }

@@ -15,9 +15,9 @@ using namespace alto;
 using alto::test::data_path;
 
 namespace {
-Audio concatenate(AudioStreamReader& reader, int64_t chunk_frames) {
-  Audio all(reader.channels(), 0, reader.sample_rate());
-  Audio chunk;
+audio::Audio concatenate(audio::AudioStreamReader& reader, int64_t chunk_frames) {
+  audio::Audio all(reader.channels(), 0, reader.sample_rate());
+  audio::Audio chunk;
   bool last_seen = false;
   while (reader.read(chunk)) {
     REQUIRE_FALSE(last_seen);  // only the final chunk may be short
@@ -31,14 +31,14 @@ Audio concatenate(AudioStreamReader& reader, int64_t chunk_frames) {
 }  // namespace
 
 TEST_CASE("streamed chunks equal load_audio for every chunk size", "[audio][streaming]") {
-  LoadOptions options;
+  audio::DecodeOptions options;
   options.mono = true;
   options.sample_rate = 16000;
   for (const char* name : {"stereo44k_f32.wav", "stereo44k.mp3", "stereo44k.webm"}) {
-    Audio offline = load_audio(data_path(name), options);
+    audio::Audio offline = audio::load_audio(data_path(name), options);
     for (int64_t chunk : {1, 160, 1000, 4097}) {
       INFO(name << ", chunk " << chunk);
-      AudioStreamReader reader(data_path(name), options, chunk);
+      audio::AudioStreamReader reader(data_path(name), options, chunk);
       CHECK(reader.sample_rate() == 16000);
       CHECK(concatenate(reader, chunk).samples == offline.samples);
     }
@@ -46,13 +46,13 @@ TEST_CASE("streamed chunks equal load_audio for every chunk size", "[audio][stre
 }
 
 TEST_CASE("offset and duration stream like they load", "[audio][streaming]") {
-  LoadOptions options;
+  audio::DecodeOptions options;
   options.offset = 0.1;
   options.duration = 0.3;
   options.sample_rate = 16000;
-  Audio offline = load_audio(data_path("stereo44k_f32.wav"), options);
+  audio::Audio offline = audio::load_audio(data_path("stereo44k_f32.wav"), options);
   CHECK(offline.frames == 4800);
-  AudioStreamReader reader(data_path("stereo44k_f32.wav"), options, 333);
+  audio::AudioStreamReader reader(data_path("stereo44k_f32.wav"), options, 333);
   CHECK(concatenate(reader, 333).samples == offline.samples);
 }
 
@@ -64,18 +64,18 @@ TEST_CASE("a named pipe streams like the file", "[audio][streaming]") {
     std::ofstream out(fifo, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   });
-  LoadOptions options;
+  audio::DecodeOptions options;
   options.mono = true;
-  AudioStreamReader reader(fifo, options, 480);
-  Audio streamed = concatenate(reader, 480);
+  audio::AudioStreamReader reader(fifo, options, 480);
+  audio::Audio streamed = concatenate(reader, 480);
   writer.join();
-  CHECK(streamed.samples == load_audio(data_path("stereo44k.webm"), options).samples);
+  CHECK(streamed.samples == audio::load_audio(data_path("stereo44k.webm"), options).samples);
 }
 
 TEST_CASE("a reader over memory equals one over the file", "[audio][streaming]") {
   auto bytes = test::read_bytes(data_path("stereo44k.m4a"));
-  AudioStreamReader from_memory(bytes.data(), bytes.size(), {}, 512);
-  AudioStreamReader from_file(data_path("stereo44k.m4a"), {}, 512);
+  audio::AudioStreamReader from_memory(bytes.data(), bytes.size(), {}, 512);
+  audio::AudioStreamReader from_file(data_path("stereo44k.m4a"), {}, 512);
   CHECK(from_memory.source_info().codec == "aac");
   CHECK(concatenate(from_memory, 512).samples == concatenate(from_file, 512).samples);
 }

@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "alto/audio/load.h"
-#include "alto/core/audio_tensor.h"
+#include "alto/audio/audio_tensor.h"
 #include "alto/core/safetensors.h"
 #include "features/golden.h"
 #include "models/golden_model.h"
@@ -56,7 +56,7 @@ void check_folder(const std::string& name, const std::string& bandwidth, bool st
 
   const std::string wav_path = alto::test::temp_path(tag + "-audio.wav");
   run("--threads 1 decode" + flags + " " + codes_path + " -o " + wav_path);
-  const torch::Tensor wav = alto::to_tensor(alto::load_audio(wav_path)).unsqueeze(0);
+  const torch::Tensor wav = alto::audio::to_tensor(alto::audio::load_audio(wav_path)).unsqueeze(0);
   golden.require_matches(wav, prefix + "audio_values");
 }
 

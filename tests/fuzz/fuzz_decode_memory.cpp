@@ -7,11 +7,11 @@
 #include "alto/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  alto::LoadOptions options;
+  audio::DecodeOptions options;
   options.mono = (size & 1) != 0;
   if (size & 2) options.sample_rate = 16000;
   try {
-    alto::load_audio_from_memory(data, size, options);
+    alto::audio::load_audio_from_memory(data, size, options);
   } catch (const alto::Error&) {
   }
   return 0;

@@ -31,7 +31,7 @@ const char* const kGoldenFolders[] = {"dac-16khz-tiny-random", "dac-44khz-tiny-r
 std::shared_ptr<const Dac> load(const GoldenModel& golden, const std::string& checkpoint) {
   return std::make_shared<const Dac>(
       DacConfig::from_json(golden.dir()), alto::SafetensorsCheckpoint(checkpoint),
-      alto::models::LoadOptions{},
+      alto::LoadOptions{},
       alto::models::DacFeatureExtractorOptions::from_json(golden.dir() +
                                                           "/preprocessor_config.json"));
 }
@@ -208,7 +208,7 @@ TEST_CASE("DAC describes itself as an AudioTokenizer", "[codec][dac]") {
 
 TEST_CASE("DAC load options: bfloat16", "[codec][dac]") {
   const GoldenModel golden("dac-16khz-tiny-random");
-  alto::models::LoadOptions bf16;
+  alto::LoadOptions bf16;
   bf16.dtype = torch::kBFloat16;
   const auto model = Dac::from_pretrained(golden.dir(), bf16);
   const torch::Tensor latents = model->encode_latents(golden.tensor("input_values"));

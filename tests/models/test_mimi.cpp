@@ -16,8 +16,8 @@
 
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
-#include "alto/models/checkpoint.h"
-#include "alto/models/layers/streaming_transformer.h"
+#include "alto/core/checkpoint.h"
+#include "alto/models/blocks/streaming_transformer.h"
 #include "alto/models/mimi.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 #include "features/golden.h"
@@ -28,8 +28,8 @@ using alto::models::Intermediates;
 using alto::models::Mimi;
 using alto::models::MimiConfig;
 using alto::models::MimiStreamOptions;
-using alto::models::layers::StreamingTransformer;
-using alto::models::layers::WindowCache;
+using alto::models::blocks::StreamingTransformer;
+using alto::models::blocks::WindowCache;
 using alto::test::GoldenModel;
 using alto::tokenizers::AudioCodes;
 using alto::tokenizers::AudioEncodeOptions;
@@ -44,7 +44,7 @@ StreamingTransformer load_transformer(const GoldenModel& golden, const std::stri
   const MimiConfig config = MimiConfig::from_json(golden.dir());
   StreamingTransformer transformer(config.transformer_options(), torch::kFloat32);
   const alto::SafetensorsCheckpoint checkpoint(golden.dir());
-  alto::models::CheckpointBinder binder(checkpoint, {}, "Mimi transformer");
+  alto::CheckpointBinder binder(checkpoint, {}, "Mimi transformer");
   binder.bind(*transformer, prefix + ".");
   transformer->prepare();
   return transformer;
@@ -481,7 +481,7 @@ TEST_CASE("Mimi checkpoint folder errors", "[codec][mimi]") {
 
 TEST_CASE("Mimi refuses reduced precision on CPU", "[codec][mimi]") {
   const GoldenModel golden(kGolden);
-  alto::models::LoadOptions bf16;
+  alto::LoadOptions bf16;
   bf16.dtype = torch::kBFloat16;
   CHECK_THROWS_AS(Mimi::from_pretrained(golden.dir(), bf16), alto::Unsupported);
   CHECK_THROWS_WITH(Mimi::from_pretrained(golden.dir(), bf16), Catch::Contains("bfloat16"));

@@ -231,3 +231,18 @@ def test_concurrent_calls_agree(data):
             assert torch.equal(whisper(wave)["input_features"], expected_whisper)
 
     run_concurrently(work, threads=6)
+
+
+def test_the_registry_lists_and_builds_every_extractor():
+    registry = F.extractors()
+    assert {"kaldi-fbank", "kaldi-mfcc", "mel", "whisper", "seamless-m4t", "wav2vec2"} <= set(registry)
+    assert registry["whisper"]["transformers_type"] == "WhisperFeatureExtractor"
+    assert registry["mel"]["options"]["n_mels"] == "128"
+    mel = F.create("mel", sample_rate=22050, n_fft=1024, n_mels=80)
+    assert isinstance(mel, F.MelSpectrogram)
+    assert mel.sampling_rate == 22050 and mel.options["n_mels"] == 80
+    with pytest.raises(alto.Unsupported, match="unknown feature extractor 'melody'"):
+        F.create("melody")
+    with pytest.raises(alto.InvalidArgument, match="n_mels"):
+        F.create("mel", n_mels="many")
+    assert set(alto.AudioTokenizer.model_types()) == {"encodec", "mimi", "dac"}

@@ -50,3 +50,46 @@ def test_every_binding_is_in_a_stub_and_documented():
                         continue
                     assert (getattr(member, "__doc__", None) or "").strip(), \
                         f"{module.__name__}.{name}.{member_name} has no docstring"
+
+
+def init_defaults(path, cls_name):
+    """The keyword-only parameters of a stub class's __init__ with their default values."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+                    args = item.args
+                    return {a.arg: ast.literal_eval(d) for a, d in zip(args.kwonlyargs, args.kw_defaults)}
+    return None
+
+
+def declared_value(text):
+    """An option default as alto's schema prints it (true, 0.97, 'povey', None) as Python."""
+    if text in ("true", "false"):
+        return text == "true"
+    if text == "None":
+        return None
+    if text.startswith("'"):
+        return text[1:-1]
+    return float(text)
+
+
+def test_extractor_stubs_match_the_option_declarations():
+    """Each extractor's stubbed keywords and defaults are its options' schema, field for field."""
+    registry = alto.features.extractors()
+    names = {"KaldiFbank": "kaldi-fbank", "KaldiMfcc": "kaldi-mfcc", "MelSpectrogram": "mel",
+             "WhisperFeatureExtractor": "whisper", "SeamlessM4TFeatureExtractor": "seamless-m4t",
+             "Wav2Vec2FeatureExtractor": "wav2vec2"}
+    for cls_name, name in names.items():
+        stub = init_defaults(STUBS / "features.pyi", cls_name)
+        assert stub is not None, f"{cls_name}.__init__ has no keyword stub"
+        declared = {k: declared_value(v) for k, v in registry[name]["options"].items()}
+        assert list(stub) == list(declared), f"{cls_name}: stub and declaration differ in names"
+        for key, value in declared.items():
+            assert stub[key] == value, f"{cls_name}.{key}: stub {stub[key]!r}, declared {value!r}"
+    # Stft reports hop_length and win_length resolved (0 stands for torch.stft's defaults).
+    stft = init_defaults(STUBS / "features.pyi", "Stft")
+    resolved = alto.features.Stft().options
+    assert list(stft) == list(resolved)
+    assert {k: v for k, v in stft.items() if k not in ("hop_length", "win_length")} == \
+        {k: v for k, v in resolved.items() if k not in ("hop_length", "win_length")}

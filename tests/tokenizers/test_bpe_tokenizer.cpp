@@ -9,9 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/whisper/decoding.h"
 #include "test_util.h"
 
-using alto::BpeTokenizer;
+using alto::tokenizers::BpeTokenizer;
 using nlohmann::json;
 
 namespace {
@@ -34,9 +35,9 @@ std::vector<std::pair<std::string, BpeTokenizer>> loaders() {
                 fs::copy_options::overwrite_existing);
   for (const char* f : {"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json"})
     fs::copy_file(kDir + "/" + f, hf_slow + "/" + f, fs::copy_options::overwrite_existing);
-  return {{"tokenizer.json", BpeTokenizer::from_pretrained(hf_json)},
-          {"vocab.json+merges.txt", BpeTokenizer::from_pretrained(hf_slow)},
-          {"multilingual.tiktoken", BpeTokenizer::from_pretrained(kDir + "/multilingual.tiktoken")}};
+  return {{"tokenizer.json", *BpeTokenizer::from_pretrained(hf_json)},
+          {"vocab.json+merges.txt", *BpeTokenizer::from_pretrained(hf_slow)},
+          {"multilingual.tiktoken", *BpeTokenizer::from_pretrained(kDir + "/multilingual.tiktoken")}};
 }
 
 std::vector<int64_t> ids_of(const json& j) { return j.get<std::vector<int64_t>>(); }
@@ -100,27 +101,45 @@ TEST_CASE("every decode-only case: segments, windows, prompts", "[tokenizer]") {
     }
 }
 
-TEST_CASE("Whisper's special tokens by name", "[tokenizer]") {
+TEST_CASE("Whisper's special tokens by name, and offsets", "[tokenizer]") {
   for (const auto& [loader, t] : loaders()) {
     INFO(loader);
-    CHECK(t.eot() == 50257);
-    CHECK(t.sot() == 50258);
-    CHECK(t.language_token("en") == 50259);
-    CHECK(t.language_token("su") == 50357);
-    CHECK(t.translate() == 50358);
-    CHECK(t.transcribe() == 50359);
-    CHECK(t.start_of_lm() == 50360);
-    CHECK(t.start_of_prev() == 50361);
-    CHECK(t.no_speech() == 50362);
-    CHECK(t.no_timestamps() == 50363);
-    CHECK(t.timestamp_begin() == 50364);
-    CHECK(t.languages().size() == 99);
+    const auto w = alto::models::WhisperSpecialTokens::from_tokenizer(t);
+    CHECK(w.eot == 50257);
+    CHECK(w.sot == 50258);
+    CHECK(w.language_token("en") == 50259);
+    CHECK(w.language_token("su") == 50357);
+    CHECK(w.translate == 50358);
+    CHECK(w.transcribe == 50359);
+    CHECK(w.start_of_lm == 50360);
+    CHECK(w.start_of_prev == 50361);
+    CHECK(w.no_speech == 50362);
+    CHECK(w.no_timestamps == 50363);
+    CHECK(w.timestamp_begin == 50364);
+    CHECK(w.languages.size() == 99);
     CHECK(t.is_special(50363));
     CHECK_FALSE(t.is_special(50364));  // timestamps are added tokens, not special ones
     CHECK(t.token_to_id("<|30.00|>") == 51864);
-    CHECK_THROWS_WITH(t.language_token("xx"), Catch::Contains("unknown language 'xx'"));
+    CHECK_THROWS_WITH(w.language_token("xx"), Catch::Contains("unknown language 'xx'"));
     CHECK_THROWS_AS(t.encode("\xff\xfe"), alto::InvalidArgument);
+    // Each token covers its own bytes of the text, special tokens included.
+    const std::string text = "<|en|> Hello, wörld!";
+    const auto spans = t.encode_with_offsets(text);
+    REQUIRE(spans.size() == t.encode(text).size());
+    CHECK(spans.front().id == 50259);
+    CHECK(spans.front().end == 6);
+    CHECK(spans.back().end == text.size());
+    for (size_t i = 1; i < spans.size(); ++i) CHECK(spans[i].begin == spans[i - 1].end);
+    CHECK(t.decode(t.encode(text), true) == " Hello, wörld!");
   }
+  // The text-tokenizer registry finds the format from the folder.
+  const auto any = alto::tokenizers::TextTokenizer::from_pretrained(
+      alto::test::data_path("tokenizers/whisper-multilingual"));
+  CHECK(any->encode("Hello world") ==
+        BpeTokenizer::from_pretrained(alto::test::data_path("tokenizers/whisper-multilingual"))
+            ->encode("Hello world"));
+  CHECK_THROWS_AS(alto::tokenizers::TextTokenizer::from_pretrained(alto::test::data_path("features")),
+                  alto::IoError);
 }
 
 TEST_CASE("tokenizer files that are missing or corrupt", "[tokenizer]") {

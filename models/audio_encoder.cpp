@@ -1,0 +1,27 @@
+#include "alto/models/audio_encoder.h"
+
+#include <filesystem>
+
+#include "alto/core/error.h"
+#include "alto/core/internal/json_config.h"
+
+namespace alto::models {
+
+const Registry<AudioEncoderEntry>& audio_encoders() {
+  return Registry<AudioEncoderEntry>::instance();
+}
+
+std::shared_ptr<const AudioEncoder> AudioEncoder::from_pretrained(const std::string& dir,
+                                                                  const LoadOptions& options) {
+  namespace fs = std::filesystem;
+  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "AudioEncoder::from_pretrained: ", dir,
+                " is not a folder (expected a checkpoint folder with config.json)");
+  const detail::JsonConfig config =
+      detail::JsonConfig::load((fs::path(dir) / "config.json").string());
+  config.require("model_type");
+  std::string model_type;
+  config.read("model_type", model_type);
+  return audio_encoders().at(model_type, config.path()).from_pretrained(dir, options);
+}
+
+}  // namespace alto::models

@@ -1,0 +1,100 @@
+#pragma once
+// Multi-head attention as transformers' decoder-only models compute it (LlamaAttention,
+// Qwen2Attention, MistralAttention): grouped-query heads, an explicit head_dim, optional biases,
+// rotary positions, additive masks built from causality, a sliding window and key padding, and a
+// preallocated KV cache that a step writes into instead of concatenating.
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+#include <string>
+#include <utility>
+
+#include "alto/models/blocks/basic.h"
+#include "alto/models/blocks/rope.h"
+
+namespace alto::models::blocks {
+
+/// Which keys a query sees. Positions are absolute: query i of a call sits at
+/// `query_offset + i`, key j at j.
+struct AttentionMaskOptions {
+  bool causal = true;
+  /// > 0: a query at q sees keys k with q - k < sliding_window (transformers' sliding-window
+  /// mask; Mistral, Qwen2 with use_sliding_window); 0: no window.
+  int64_t sliding_window = 0;
+};
+
+/// The additive float mask [batch or 1, 1, queries, keys] (0 where visible, the dtype's lowest
+/// where not). `key_padding`, when defined, is [batch, keys] with 1 for real tokens and 0 for
+/// padding (transformers' attention_mask); a query that sees no key at all (a padded row) gets
+/// an all-visible row instead, as transformers' SDPA path does, so it stays finite.
+torch::Tensor attention_mask(int64_t queries, int64_t keys, int64_t query_offset,
+                             const AttentionMaskOptions& options, const torch::Tensor& key_padding,
+                             torch::ScalarType dtype, torch::Device device = torch::kCPU);
+
+/// softmax(q k^T * scale + mask) v with grouped-query heads: q [batch, heads, T, D], k and v
+/// [batch, kv_heads, S, D] with heads a multiple of kv_heads (each kv head serves
+/// heads / kv_heads consecutive query heads, transformers' repeat_kv). The softmax runs in
+/// float32. `weights`, when given, receives the probabilities [batch, heads, T, S].
+torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                           const torch::Tensor& v, const torch::Tensor& mask,
+                                           double scale, torch::Tensor* weights = nullptr);
+
+/// Keys and values of every position fed so far, in buffers [batch, kv_heads, capacity, D]
+/// allocated once: append() writes in place and returns views, so a decoding step copies only
+/// its own keys.
+class KVCache {
+ public:
+  KVCache() = default;
+  KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
+          const torch::TensorOptions& options);
+  /// k, v: [batch, kv_heads, T, D] -> the cached keys and values [batch, kv_heads, length, D]
+  /// including them. alto::InvalidArgument when they do not fit the capacity.
+  std::pair<torch::Tensor, torch::Tensor> append(const torch::Tensor& k, const torch::Tensor& v);
+  int64_t length() const { return length_; }
+  int64_t capacity() const { return key_.defined() ? key_.size(2) : 0; }
+  void reset() { length_ = 0; }
+
+ private:
+  torch::Tensor key_, value_;
+  int64_t length_ = 0;
+};
+
+struct SelfAttentionOptions {
+  int64_t hidden_size = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  /// Never derived from hidden_size / heads when the config gives it (Mistral, Voxtral).
+  int64_t head_dim = 0;
+  bool qkv_bias = false;  // Qwen2: true
+  bool output_bias = false;
+  /// The checkpoint's name of the output projection ("o_proj"; "out_proj" elsewhere).
+  std::string output_name = "o_proj";
+
+  void validate() const;
+};
+
+/// q_proj, k_proj, v_proj and the output projection under the checkpoint's names.
+class SelfAttentionImpl : public torch::nn::Module {
+ public:
+  SelfAttentionImpl(const SelfAttentionOptions& options, const torch::TensorOptions& tensor_options);
+
+  /// x: [batch, T, hidden_size]; cos/sin from RotaryEmbedding::cos_sin for the T positions
+  /// ([T, D] or [batch, T, D]); mask additive [batch or 1, 1, T, keys]; with `cache`, the keys
+  /// are the cached ones followed by these T. -> [batch, T, hidden_size].
+  torch::Tensor forward(const torch::Tensor& x, const RotaryEmbedding& rope,
+                        const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& mask, KVCache* cache = nullptr,
+                        torch::Tensor* weights = nullptr) const;
+
+  const SelfAttentionOptions& options() const { return options_; }
+
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
+
+ private:
+  SelfAttentionOptions options_;
+};
+TORCH_MODULE(SelfAttention);
+
+}  // namespace alto::models::blocks

@@ -1,0 +1,94 @@
+#include "alto/models/blocks/basic.h"
+
+#include <torch/torch.h>
+
+#include "alto/core/error.h"
+#include "alto/models/internal/conv.h"
+
+namespace alto::models::blocks {
+
+torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::string& name,
+                                      torch::IntArrayRef shape, const torch::TensorOptions& options) {
+  return module.register_parameter(name, torch::empty(shape, options), /*requires_grad=*/false);
+}
+
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias,
+                       const torch::TensorOptions& options) {
+  weight = uninitialised_parameter(*this, "weight", {out_features, in_features}, options);
+  if (with_bias) bias = uninitialised_parameter(*this, "bias", {out_features}, options);
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
+  return torch::linear(x, weight, bias);
+}
+
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& options) : conv(c) {
+  ALTO_CHECK(c.in_channels > 0 && c.out_channels > 0 && c.kernel_size > 0 && c.groups > 0 &&
+                 c.in_channels % c.groups == 0,
+             "Conv1dOptions: bad channels/kernel/groups (", c.in_channels, ", ", c.out_channels,
+             ", ", c.kernel_size, ", ", c.groups, ")");
+  weight = uninitialised_parameter(*this, "weight", {c.out_channels, c.in_channels / c.groups, c.kernel_size},
+                         options);
+  if (c.bias) bias = uninitialised_parameter(*this, "bias", {c.out_channels}, options);
+}
+
+torch::Tensor Conv1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
+  return kernels::conv1d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups,
+                        before);
+}
+
+ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
+                                         const torch::TensorOptions& options)
+    : conv(c) {
+  ALTO_CHECK(c.in_channels > 0 && c.out_channels > 0 && c.kernel_size > 0 && c.stride > 0 &&
+                 c.groups > 0 && c.in_channels % c.groups == 0 && c.out_channels % c.groups == 0 &&
+                 c.padding >= 0,
+             "ConvTranspose1dOptions: bad channels/kernel/stride/padding/groups (", c.in_channels,
+             ", ", c.out_channels, ", ", c.kernel_size, ", ", c.stride, ", ", c.padding, ", ",
+             c.groups, ")");
+  weight = uninitialised_parameter(*this, "weight", {c.in_channels, c.out_channels / c.groups, c.kernel_size},
+                         options);
+  if (c.bias) bias = uninitialised_parameter(*this, "bias", {c.out_channels}, options);
+}
+
+torch::Tensor ConvTranspose1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
+  return kernels::conv_transpose1d(x, weight, bias, conv.stride, conv.padding, conv.groups, before);
+}
+
+torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x) const {
+  return kernels::conv_transpose1d(x, weight, {}, conv.stride, conv.padding, conv.groups);
+}
+
+EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim,
+                             const torch::TensorOptions& options) {
+  weight = uninitialised_parameter(*this, "weight", {num_embeddings, dim}, options);
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) const {
+  return torch::embedding(weight, ids);
+}
+
+Activation parse_activation(const std::string& name, const std::string& field) {
+  if (name == "gelu") return Activation::kGelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::kGeluTanh;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "silu" || name == "swish") return Activation::kSilu;
+  throw Unsupported(field + " '" + name +
+                    "' is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, silu)");
+}
+
+torch::Tensor activate(const torch::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGelu:
+      return torch::gelu(x);
+    case Activation::kGeluTanh:
+      return torch::gelu(x, "tanh");
+    case Activation::kRelu:
+      return torch::relu(x);
+    case Activation::kSilu:
+      return torch::silu(x);
+  }
+  return x;
+}
+
+}  // namespace alto::models::blocks

@@ -1,0 +1,28 @@
+#include "alto/models/blocks/mlp.h"
+
+#include <torch/torch.h>
+
+namespace alto::models::blocks {
+
+MlpImpl::MlpImpl(int64_t hidden_size, int64_t intermediate_size, bool bias, Activation act,
+                 const torch::TensorOptions& options)
+    : activation(act),
+      fc1(register_module("fc1", Linear(hidden_size, intermediate_size, bias, options))),
+      fc2(register_module("fc2", Linear(intermediate_size, hidden_size, bias, options))) {}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) const {
+  return fc2->forward(activate(fc1->forward(x), activation));
+}
+
+GatedMlpImpl::GatedMlpImpl(int64_t hidden_size, int64_t intermediate_size, bool bias,
+                           Activation act, const torch::TensorOptions& options)
+    : activation(act),
+      gate_proj(register_module("gate_proj", Linear(hidden_size, intermediate_size, bias, options))),
+      up_proj(register_module("up_proj", Linear(hidden_size, intermediate_size, bias, options))),
+      down_proj(register_module("down_proj", Linear(intermediate_size, hidden_size, bias, options))) {}
+
+torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) const {
+  return down_proj->forward(activate(gate_proj->forward(x), activation) * up_proj->forward(x));
+}
+
+}  // namespace alto::models::blocks

@@ -1,0 +1,33 @@
+#pragma once
+// Normalisation layers with torch.nn's / transformers' parameter names.
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+#include <torch/types.h>
+
+namespace alto::models::blocks {
+
+/// torch.nn.LayerNorm over the last dimension: weight and bias [dim].
+class LayerNormImpl : public torch::nn::Module {
+ public:
+  LayerNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+  double eps;
+  torch::Tensor weight, bias;
+};
+TORCH_MODULE(LayerNorm);
+
+/// transformers' LlamaRMSNorm / Qwen2RMSNorm / MistralRMSNorm: x / sqrt(mean(x^2) + eps), computed
+/// in float32 whatever the input's dtype, cast back, then times weight [dim].
+class RmsNormImpl : public torch::nn::Module {
+ public:
+  RmsNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+
+  double eps;
+  torch::Tensor weight;
+};
+TORCH_MODULE(RmsNorm);
+
+}  // namespace alto::models::blocks

@@ -1,0 +1,327 @@
+#include "alto/models/blocks/rvq.h"
+
+#include <torch/torch.h>
+
+#include <sstream>
+
+#include "alto/core/error.h"
+
+namespace alto::models::blocks {
+
+namespace {
+
+const char* kind_name(CodebookKind kind) {
+  switch (kind) {
+    case CodebookKind::kEncodec:
+      return "encodec";
+    case CodebookKind::kMimi:
+      return "mimi";
+    case CodebookKind::kDac:
+      return "dac";
+  }
+  return "?";
+}
+
+torch::Tensor buffer(torch::nn::Module& module, const std::string& name, torch::IntArrayRef shape,
+                     const torch::TensorOptions& options) {
+  return module.register_buffer(name, torch::empty(shape, options));
+}
+
+models::blocks::Conv1d projection(int64_t in, int64_t out, bool bias,
+                                  const torch::TensorOptions& options) {
+  return models::blocks::Conv1d(models::blocks::Conv1dOptions{in, out, 1, 1, 0, 1, 1, bias},
+                                options);
+}
+
+}  // namespace
+
+void ResidualVectorQuantizerOptions::validate() const {
+  ALTO_CHECK(num_quantizers > 0, "ResidualVectorQuantizerOptions.num_quantizers must be > 0, got ",
+             num_quantizers);
+  ALTO_CHECK(codebook_size > 0, "ResidualVectorQuantizerOptions.codebook_size must be > 0, got ",
+             codebook_size);
+  ALTO_CHECK(codebook_dim > 0, "ResidualVectorQuantizerOptions.codebook_dim must be > 0, got ",
+             codebook_dim);
+  ALTO_CHECK(input_dim > 0, "ResidualVectorQuantizerOptions.input_dim must be > 0, got ",
+             input_dim);
+  ALTO_CHECK(kind != CodebookKind::kEncodec || input_dim == codebook_dim,
+             "ResidualVectorQuantizerOptions.input_dim must equal codebook_dim (", codebook_dim,
+             ") for EnCodec, got ", input_dim);
+  ALTO_CHECK(epsilon > 0, "ResidualVectorQuantizerOptions.epsilon must be > 0, got ", epsilon);
+}
+
+std::string ResidualVectorQuantizerOptions::to_string() const {
+  std::ostringstream s;
+  s << "ResidualVectorQuantizerOptions(kind='" << kind_name(kind)
+    << "', num_quantizers=" << num_quantizers << ", codebook_size=" << codebook_size
+    << ", codebook_dim=" << codebook_dim << ", input_dim=" << input_dim << ", epsilon=" << epsilon
+    << ")";
+  return s.str();
+}
+
+void check_codes(const torch::Tensor& codes, int64_t max_codebooks, int64_t codebook_size,
+                 const std::string& what) {
+  ALTO_CHECK(codes.defined() && codes.dim() == 3 && codes.scalar_type() == torch::kInt64 &&
+                 codes.size(1) >= 1 && codes.size(1) <= max_codebooks,
+             what, ": expected int64 codes [batch, K, frames] with 1 <= K <= ", max_codebooks,
+             ", got ", codes.defined() ? c10::toString(codes.scalar_type()) : "undefined", " ",
+             codes.defined() ? codes.sizes() : c10::IntArrayRef{});
+  if (codes.numel() == 0) return;
+  const int64_t low = codes.min().item<int64_t>(), high = codes.max().item<int64_t>();
+  ALTO_CHECK(low >= 0 && high < codebook_size, what, ": code ids must lie in [0, ", codebook_size,
+             "), got values in [", low, ", ", high, "]");
+}
+
+ResidualVectorQuantizerImpl::ResidualVectorQuantizerImpl(const ResidualVectorQuantizerOptions& o,
+                                                         const torch::TensorOptions& tensor_options)
+    : options_(o) {
+  o.validate();
+  const int64_t n = o.codebook_size, d = o.codebook_dim;
+  if (o.kind == CodebookKind::kMimi && o.input_dim != d) {
+    input_proj = register_module("input_proj", projection(o.input_dim, d, false, tensor_options));
+    output_proj = register_module("output_proj", projection(d, o.input_dim, false, tensor_options));
+  }
+  stage_modules_ = register_module(o.kind == CodebookKind::kDac ? "quantizers" : "layers",
+                                   torch::nn::ModuleList());
+  for (int64_t q = 0; q < o.num_quantizers; ++q) {
+    auto stage_module = std::make_shared<torch::nn::Module>("VectorQuantization");
+    auto codebook =
+        stage_module->register_module("codebook", std::make_shared<torch::nn::Module>("Codebook"));
+    Stage stage;
+    switch (o.kind) {
+      case CodebookKind::kEncodec:
+        // Training-time k-means state: bound so a checkpoint fits exactly, never read.
+        buffer(*codebook, "inited", {1}, tensor_options);
+        buffer(*codebook, "cluster_size", {n}, tensor_options);
+        stage.codewords = buffer(*codebook, "embed", {n, d}, tensor_options);
+        buffer(*codebook, "embed_avg", {n, d}, tensor_options);
+        break;
+      case CodebookKind::kMimi:
+        buffer(*codebook, "initialized", {1}, tensor_options);
+        buffer(*codebook, "cluster_usage", {n}, tensor_options);
+        buffer(*codebook, "embed_sum", {n, d}, tensor_options);
+        break;
+      case CodebookKind::kDac:
+        stage.in_proj = stage_module->register_module(
+            "in_proj", projection(o.input_dim, d, true, tensor_options));
+        stage.out_proj = stage_module->register_module(
+            "out_proj", projection(d, o.input_dim, true, tensor_options));
+        stage.codewords =
+            codebook->register_parameter("weight", torch::empty({n, d}, tensor_options),
+                                         /*requires_grad=*/false);
+        break;
+    }
+    stage_modules_->push_back(stage_module);
+    stages_.push_back(stage);
+  }
+}
+
+void ResidualVectorQuantizerImpl::prepare() {
+  torch::NoGradGuard no_grad;
+  for (size_t q = 0; q < stages_.size(); ++q) {
+    Stage& stage = stages_[q];
+    auto codebook = stage_modules_[q]->named_children()["codebook"];
+    switch (options_.kind) {
+      case CodebookKind::kEncodec:
+        stage.search = stage.codewords.t();
+        stage.search_norms = stage.search.pow(2).sum(0, /*keepdim=*/true);
+        break;
+      case CodebookKind::kMimi: {
+        auto buffers = codebook->named_buffers();
+        stage.codewords = buffers["embed_sum"] /
+                          buffers["cluster_usage"].clamp_min(options_.epsilon).unsqueeze(1);
+        stage.search = stage.codewords.to(torch::kFloat32);
+        // torch.cdist's matrix-product form (what it computes for > 25 codewords): the codebook
+        // side [codeword, 1, |codeword|^2], built once rather than on every call.
+        stage.search = torch::cat(
+            {stage.search, torch::ones({stage.search.size(0), 1}, stage.search.options()),
+             stage.search.pow(2).sum(-1, /*keepdim=*/true)},
+            -1);
+        break;
+      }
+      case CodebookKind::kDac:
+        stage.search = torch::nn::functional::normalize(
+            stage.codewords, torch::nn::functional::NormalizeFuncOptions().dim(1));
+        stage.search_norms = stage.search.pow(2).sum(1, /*keepdim=*/true).t();
+        break;
+    }
+  }
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::nearest(const Stage& stage,
+                                                   const torch::Tensor& latent) const {
+  // latent [batch, codebook_dim, frames] -> ids [batch, frames]
+  const int64_t batch = latent.size(0), frames = latent.size(2);
+  torch::Tensor x = latent.permute({0, 2, 1}).reshape({batch * frames, options_.codebook_dim});
+  torch::Tensor ids;
+  switch (options_.kind) {
+    case CodebookKind::kEncodec: {
+      // EncodecEuclideanCodebook.quantize, operation for operation.
+      torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
+                             2 * torch::matmul(x, stage.search) + stage.search_norms);
+      ids = std::get<1>(dist.max(-1));
+      break;
+    }
+    case CodebookKind::kMimi: {
+      // MimiEuclideanCodebook.quantize: torch.cdist in float32, argmin; cdist's own operations
+      // on the prepared codebook side, bit-equal to it (tested).
+      const torch::Tensor f = x.to(torch::kFloat32);
+      if (f.size(0) <= 25 && stage.search.size(0) <= 25) {  // cdist's direct form
+        const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
+        ids = torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
+        break;
+      }
+      const torch::Tensor lhs = torch::cat(
+          {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
+          -1);
+      ids = torch::matmul(lhs, stage.search.t()).clamp_min_(0).sqrt_().argmin(-1);
+      break;
+    }
+    case CodebookKind::kDac: {
+      // DacVectorQuantize.decode_latents, including its sign of the |e|^2 term.
+      torch::Tensor e =
+          torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
+      torch::Tensor dist =
+          -(e.pow(2).sum(1, /*keepdim=*/true) - 2 * torch::matmul(e, stage.search.t())) +
+          stage.search_norms;
+      ids = std::get<1>(dist.max(1));
+      break;
+    }
+  }
+  return ids.reshape({batch, frames});
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::lookup(const Stage& stage,
+                                                  const torch::Tensor& ids) const {
+  // ids [batch, frames] -> codewords [batch, codebook_dim, frames]
+  return torch::embedding(stage.codewords, ids).permute({0, 2, 1});
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
+                                                  int64_t num_quantizers, torch::Tensor* quantized,
+                                                  torch::Tensor* projected_latents) const {
+  ALTO_CHECK(!stages_.empty() && stages_[0].search.defined(),
+             "ResidualVectorQuantizer: call prepare() after loading the checkpoint");
+  ALTO_CHECK(latent.defined() && latent.dim() == 3 && latent.size(1) == options_.input_dim,
+             "ResidualVectorQuantizer.encode: expected latent [batch, ", options_.input_dim,
+             ", frames], got ", latent.defined() ? latent.sizes() : c10::IntArrayRef{});
+  const int64_t k = num_quantizers == 0 ? options_.num_quantizers : num_quantizers;
+  ALTO_CHECK(k >= 1 && k <= options_.num_quantizers,
+             "ResidualVectorQuantizer.encode: num_quantizers must lie in [1, ",
+             options_.num_quantizers, "], got ", num_quantizers);
+  std::vector<torch::Tensor> codes, projected;
+  torch::Tensor sum;
+  if (options_.kind == CodebookKind::kDac) {
+    // DacResidualVectorQuantize.forward: each stage projects the residual, quantizes it and
+    // projects back; the straight-through sum p + (q - p) is kept as transformers computes it.
+    torch::Tensor residual = latent;
+    for (int64_t q = 0; q < k; ++q) {
+      const Stage& stage = stages_[q];
+      torch::Tensor p = stage.in_proj->forward(residual);
+      torch::Tensor ids = nearest(stage, p);
+      torch::Tensor stage_out = stage.out_proj->forward(p + (lookup(stage, ids) - p));
+      sum = sum.defined() ? sum + stage_out : stage_out;
+      residual = residual - stage_out;
+      codes.push_back(ids);
+      projected.push_back(p);
+    }
+  } else {
+    torch::Tensor residual = input_proj ? input_proj->forward(latent) : latent;
+    for (int64_t q = 0; q < k; ++q) {
+      const Stage& stage = stages_[q];
+      torch::Tensor ids = nearest(stage, residual);
+      torch::Tensor chosen = lookup(stage, ids);
+      residual = residual - chosen;
+      codes.push_back(ids);
+      if (quantized) sum = sum.defined() ? sum + chosen : chosen;
+    }
+    if (quantized && output_proj) sum = output_proj->forward(sum);
+  }
+  if (quantized) *quantized = sum;
+  if (projected_latents)
+    *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
+  return torch::stack(codes, 1);
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::decode(const torch::Tensor& codes,
+                                                  torch::Tensor* projected_latents) const {
+  ALTO_CHECK(!stages_.empty() && stages_[0].search.defined(),
+             "ResidualVectorQuantizer: call prepare() after loading the checkpoint");
+  check_codes(codes, options_.num_quantizers, options_.codebook_size,
+              "ResidualVectorQuantizer.decode");
+  torch::Tensor sum;
+  std::vector<torch::Tensor> projected;
+  for (int64_t q = 0; q < codes.size(1); ++q) {
+    const Stage& stage = stages_[q];
+    torch::Tensor chosen = lookup(stage, codes.select(1, q));
+    if (options_.kind == CodebookKind::kDac) {
+      projected.push_back(chosen);
+      chosen = stage.out_proj->forward(chosen);
+    }
+    sum = sum.defined() ? sum + chosen : chosen;
+  }
+  if (output_proj) sum = output_proj->forward(sum);
+  if (projected_latents)
+    *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+void SplitResidualVectorQuantizerOptions::validate() const {
+  quantizer.validate();
+  ALTO_CHECK(quantizer.kind == CodebookKind::kMimi,
+             "SplitResidualVectorQuantizerOptions.quantizer.kind must be mimi");
+  ALTO_CHECK(num_semantic_quantizers >= 1 && num_semantic_quantizers < quantizer.num_quantizers,
+             "SplitResidualVectorQuantizerOptions.num_semantic_quantizers must lie in [1, ",
+             quantizer.num_quantizers, "), got ", num_semantic_quantizers);
+}
+
+std::string SplitResidualVectorQuantizerOptions::to_string() const {
+  return "SplitResidualVectorQuantizerOptions(quantizer=" + quantizer.to_string() +
+         ", num_semantic_quantizers=" + std::to_string(num_semantic_quantizers) + ")";
+}
+
+SplitResidualVectorQuantizerImpl::SplitResidualVectorQuantizerImpl(
+    const SplitResidualVectorQuantizerOptions& o, const torch::TensorOptions& tensor_options)
+    : options_(o) {
+  o.validate();
+  ResidualVectorQuantizerOptions semantic = o.quantizer, acoustic = o.quantizer;
+  semantic.num_quantizers = o.num_semantic_quantizers;
+  acoustic.num_quantizers = o.quantizer.num_quantizers - o.num_semantic_quantizers;
+  semantic_residual_vector_quantizer = register_module(
+      "semantic_residual_vector_quantizer", ResidualVectorQuantizer(semantic, tensor_options));
+  acoustic_residual_vector_quantizer = register_module(
+      "acoustic_residual_vector_quantizer", ResidualVectorQuantizer(acoustic, tensor_options));
+}
+
+void SplitResidualVectorQuantizerImpl::prepare() {
+  semantic_residual_vector_quantizer->prepare();
+  acoustic_residual_vector_quantizer->prepare();
+}
+
+torch::Tensor SplitResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
+                                                       int64_t num_quantizers) const {
+  const int64_t total = options_.quantizer.num_quantizers;
+  const int64_t semantic = options_.num_semantic_quantizers;
+  const int64_t k = num_quantizers == 0 ? total : num_quantizers;
+  ALTO_CHECK(k >= semantic && k <= total, "num_quantizers must lie in [", semantic, ", ", total,
+             "] (at least the semantic codebooks), got ", num_quantizers);
+  torch::Tensor codes = semantic_residual_vector_quantizer->encode(latent);
+  if (k == semantic) return codes;
+  return torch::cat({codes, acoustic_residual_vector_quantizer->encode(latent, k - semantic)}, 1);
+}
+
+torch::Tensor SplitResidualVectorQuantizerImpl::decode(const torch::Tensor& codes) const {
+  const int64_t semantic = options_.num_semantic_quantizers;
+  check_codes(codes, options_.quantizer.num_quantizers, options_.quantizer.codebook_size,
+              "SplitResidualVectorQuantizer.decode");
+  torch::Tensor out = semantic_residual_vector_quantizer->decode(
+      codes.narrow(1, 0, std::min(semantic, codes.size(1))));
+  if (codes.size(1) > semantic)
+    out = out + acoustic_residual_vector_quantizer->decode(
+                    codes.narrow(1, semantic, codes.size(1) - semantic));
+  return out;
+}
+
+}  // namespace alto::models::blocks

@@ -1,0 +1,194 @@
+#include "alto/models/internal/conv.h"
+
+#include <ATen/Parallel.h>
+#include <ATen/ThreadLocalState.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "alto/core/activation_memory.h"
+#include "alto/core/internal/blas.h"
+#include "alto/core/error.h"
+#include "alto/models/internal/few_rows.h"
+
+namespace alto::models::kernels {
+
+namespace {
+
+// Bytes of one channel-time tile of float32. Measured on DAC's residual units (7-tap dilated
+// convolution, Snake, 1x1 convolution; 64-768 channels, one thread): 512-2048 samples per tile
+// ran 2.5-3.5x faster than whole activations of 7000-441000 samples, fewer samples lost the
+// GEMMs' efficiency and more spilled from the cache.
+constexpr int64_t kTileBytes = 512 * 1024;
+
+// Input frames per tile of a transposed convolution: 1.6-4x libtorch's kernel on the codecs'
+// upsampling layers (64-1536 channels, one thread); fewer frames starve the GEMM.
+constexpr int64_t kTransposedTileFrames = 256;
+
+// Output frames (times batch) up to which a convolution runs as one matrix product on the
+// unfolded input: 1.5x oneDNN at 16 frames of Mimi's 256 -> 512 channel, 12-tap layer, slower
+// from about 96 frames.
+constexpr int64_t kShortRows = 32;
+
+bool tiles_on(const torch::Tensor& x) { return x.device().is_cpu(); }
+
+// libtorch 1.13 has no CPU bfloat16 kernel for transposed convolutions.
+bool needs_float(const torch::Tensor& x) {
+  return x.device().is_cpu() && x.scalar_type() != torch::kFloat32 &&
+         x.scalar_type() != torch::kFloat64;
+}
+
+// One input and one output channel per group (Mimi's upsample, groups = 512): libtorch's CPU
+// kernel runs one small convolution per group, hundreds of calls; overlap-adding the kernel
+// taps computes the same sums at once. Full output, no bias.
+torch::Tensor depthwise_transposed(const torch::Tensor& x, const torch::Tensor& weight,
+                                   int64_t stride) {
+  const int64_t frames = x.size(-1), kernel = weight.size(-1);
+  const int64_t span = (frames - 1) * stride + 1;
+  torch::Tensor y = torch::zeros({x.size(0), x.size(1), span - 1 + kernel}, x.options());
+  const torch::Tensor taps = weight.select(1, 0);  // [channels, kernel]
+  for (int64_t j = 0; j < kernel; ++j)
+    y.slice(-1, j, j + span, stride).add_(x * taps.narrow(1, j, 1));
+  return y;
+}
+
+// Full transposed-convolution output [batch, out, (frames + m - 1) * stride] for a kernel of
+// m * stride taps, no bias. Output frame u (samples u*s .. u*s+s-1) sums tap block i of input
+// frame u - i: per tile of output frames one GEMM W^T x over the tile's input frames (and the
+// m - 1 before it) gives every tap's product, and m shifted adds place them.
+torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weight, int64_t stride,
+                              const torch::Tensor& bias, const Pointwise& before) {
+  const int64_t batch = x.size(0), in = x.size(1), frames = x.size(2);
+  const int64_t out = weight.size(1), kernel = weight.size(2), m = kernel / stride;
+  const int64_t out_frames = frames + m - 1;
+  // [in, out * kernel]: W^T's rows c * kernel + i * stride + j are its columns; a view, no copy.
+  const torch::Tensor weight_flat = weight.reshape({in, out * kernel});
+  torch::Tensor y = empty_activation({batch, out, out_frames * stride}, x.options());
+  for_each_time_tile(out_frames, kTransposedTileFrames, [&](int64_t u0, int64_t u1) {
+    const int64_t n = u1 - u0;
+    torch::Tensor window = zero_padded_window(x, u0 - (m - 1), u1);
+    if (before) window = before(window);
+    for (int64_t b = 0; b < batch; ++b) {
+      const torch::Tensor columns = window[b];  // [in, n + m - 1]
+      const torch::Tensor taps =
+          (few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight_flat).t()
+                                 : torch::mm(weight_flat.t(), columns))
+              .reshape({out, m, stride, n + m - 1});
+      torch::Tensor sum = taps.select(1, 0).narrow(-1, m - 1, n).clone();
+      for (int64_t i = 1; i < m; ++i) sum.add_(taps.select(1, i).narrow(-1, m - 1 - i, n));
+      if (bias.defined()) sum.add_(bias.view({out, 1, 1}));
+      // Interleaved into [out, n * stride] here, in cache: a strided destination is slow.
+      y[b].narrow(1, u0 * stride, n * stride).copy_(sum.permute({0, 2, 1}).reshape({out, -1}));
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+int64_t time_tile(int64_t channels) {
+  return std::clamp<int64_t>(kTileBytes / (4 * std::max<int64_t>(channels, 1)), 512, 2048);
+}
+
+void for_each_time_tile(int64_t length, int64_t tile,
+                        const std::function<void(int64_t, int64_t)>& fn) {
+  ALTO_CHECK(tile > 0, "for_each_time_tile: tile must be positive, got ", tile);
+  const int64_t tiles = (length + tile - 1) / tile;
+  if (tiles <= 1) {
+    if (length > 0) fn(0, length);
+    return;
+  }
+  // Grad and inference mode are thread-local: the workers take the caller's.
+  const at::ThreadLocalState caller;
+  const SingleThreadedBlas one_blas_thread_per_tile;
+  at::parallel_for(0, tiles, 1, [&](int64_t first, int64_t last) {
+    at::ThreadLocalStateGuard guard(caller);
+    for (int64_t t = first; t < last; ++t) fn(t * tile, std::min(length, (t + 1) * tile));
+  });
+}
+
+void copy_to_time_slice(const torch::Tensor& out, int64_t begin, const torch::Tensor& tile) {
+  for (int64_t b = 0; b < out.size(0); ++b) out[b].narrow(-1, begin, tile.size(-1)).copy_(tile[b]);
+}
+
+torch::Tensor zero_padded_window(const torch::Tensor& x, int64_t begin, int64_t end) {
+  const int64_t length = x.size(-1);
+  if (begin >= 0 && end <= length) return x.narrow(-1, begin, end - begin);
+  const int64_t from = std::clamp<int64_t>(begin, 0, length);
+  const int64_t to = std::clamp<int64_t>(end, from, length);
+  if (from == to) {  // constant_pad_nd refuses an empty input
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = end - begin;
+    return torch::zeros(sizes, x.options());
+  }
+  return torch::constant_pad_nd(x.narrow(-1, from, to - from), {from - begin, end - to}, 0);
+}
+
+torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     int64_t stride, int64_t padding, int64_t dilation, int64_t groups,
+                     const Pointwise& before) {
+  const int64_t span = (weight.size(-1) - 1) * dilation + 1;
+  const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
+  const int64_t rows = x.size(0) * out_length;
+  if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
+      x.scalar_type() == torch::kFloat32) {
+    // A short output (a streaming step's deeper layers): one product of the weights with the
+    // unfolded input [batch * frames, in * kernel], which also skips oneDNN's per-call weight
+    // reorder; up to kMaxFewRows rows read the weights once (layers/few_rows.h).
+    torch::Tensor padded = before ? before(x) : x;
+    if (padding > 0) padded = torch::constant_pad_nd(padded, {padding, padding}, 0);
+    const torch::Tensor columns = padded.unfold(2, span, stride)
+                                      .slice(3, 0, span, dilation)
+                                      .permute({0, 2, 1, 3})
+                                      .reshape({rows, -1});
+    const torch::Tensor flat_weight = weight.reshape({weight.size(0), -1});
+    const torch::Tensor y = rows <= kMaxFewRows ? linear_few_rows(columns, flat_weight, bias)
+                                                : torch::linear(columns, flat_weight, bias);
+    return y.view({x.size(0), out_length, weight.size(0)}).permute({0, 2, 1}).contiguous();
+  }
+  const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
+  if (!tiles_on(x) || out_length <= 2 * tile)
+    return torch::conv1d(before ? before(x) : x, weight, bias, stride, padding, dilation, groups);
+  torch::Tensor y = empty_activation({x.size(0), weight.size(0), out_length}, x.options());
+  const int64_t no_padding = 0;  // a literal 0 would also convert to conv1d's padding string
+  for_each_time_tile(out_length, tile, [&](int64_t o0, int64_t o1) {
+    const torch::Tensor window =
+        zero_padded_window(x, o0 * stride - padding, (o1 - 1) * stride - padding + span);
+    copy_to_time_slice(y, o0,
+                       torch::conv1d(before ? before(window) : window, weight, bias, stride,
+                                     no_padding, dilation, groups));
+  });
+  return y;
+}
+
+torch::Tensor conv_transpose1d(const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias, int64_t stride, int64_t padding,
+                               int64_t groups, const Pointwise& before) {
+  ALTO_CHECK(x.dim() == 3 && weight.dim() == 3 && x.size(1) == weight.size(0),
+             "conv_transpose1d: x must be [batch, ", weight.size(0), ", frames], got ", x.sizes());
+  if (needs_float(x))
+    return conv_transpose1d(x.to(torch::kFloat32), weight.to(torch::kFloat32),
+                            bias.defined() ? bias.to(torch::kFloat32) : bias, stride, padding,
+                            groups, before)
+        .to(x.scalar_type());
+  const int64_t in = x.size(1), kernel = weight.size(2);
+  const int64_t full = (x.size(-1) - 1) * stride + kernel;
+  ALTO_CHECK(full > 2 * padding, "conv_transpose1d: ", x.size(-1), " frames give no output after ",
+             padding, " samples of padding on each side");
+  const bool depthwise = groups > 1 && groups == in && weight.size(1) == 1;
+  const bool gemm = groups == 1 && kernel % stride == 0;
+  if (!tiles_on(x) || x.size(-1) == 0 || !(depthwise || gemm))
+    return torch::conv_transpose1d(before ? before(x) : x, weight, bias, stride, padding, 0,
+                                   groups);
+  torch::Tensor y;
+  if (gemm) {
+    y = gemm_transposed(x, weight, stride, bias, before);
+  } else {
+    y = depthwise_transposed(before ? before(x) : x, weight, stride);
+    if (bias.defined()) y.add_(bias.view({1, -1, 1}));
+  }
+  return y.narrow(-1, padding, full - 2 * padding);
+}
+
+}  // namespace alto::models::kernels

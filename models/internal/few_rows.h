@@ -1,0 +1,31 @@
+#pragma once
+// Products of a few rows with a large weight matrix: what a streaming step computes (Mimi's
+// transformers see 2 positions per 80 ms frame, its SEANet's last convolutions 2 frames). They
+// are bound by reading the weights: OpenBLAS's GEMM ran 2 rows against Mimi's 100 MB of
+// transformer weights 3x slower than one matrix-vector product, and one GEMV per row reads the
+// weights once per row. These kernels read each weight once for all rows (AVX2 + FMA where the
+// CPU and OS have them, plain loops elsewhere), single-threaded.
+
+#include <torch/types.h>
+
+namespace alto::models::kernels {
+
+/// The most rows these kernels take.
+constexpr int64_t kMaxFewRows = 4;
+
+/// x: float32 CPU [rows, in] with 1 <= rows <= kMaxFewRows (callers check few_rows()).
+bool few_rows(const torch::Tensor& x);
+
+/// x [rows, in] @ weight^T + bias, weight [out, in], bias [out] or undefined -> [rows, out].
+torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weight,
+                              const torch::Tensor& bias);
+
+/// The same on raw row-major float32 arrays: y [rows, out] = x [rows, in] @ weight [out, in]^T
+/// (+ bias [out] unless null), 1 <= rows <= kMaxFewRows.
+void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
+                     const float* bias, float* y);
+
+/// x [rows, in] @ weight, weight [in, out] -> [rows, out].
+torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
+
+}  // namespace alto::models::kernels

@@ -1,0 +1,151 @@
+#include "alto/models/whisper/whisper_encoder.h"
+
+#include <torch/torch.h>
+
+#include "alto/core/error.h"
+#include "alto/features/whisper_feature_extractor.h"
+#include "alto/models/audio_encoder.h"
+#include "alto/models/whisper/internal/layers.h"
+
+namespace alto::models {
+
+using namespace whisper_internal;  // NOLINT: this file builds on them
+
+struct WhisperEncoder::Impl {
+  Impl(const WhisperConfig& c, const std::string& p, const LoadOptions& o)
+      : config(c),
+        prefix(p),
+        options(o),
+        activation(
+            blocks::parse_activation(c.activation_function, "WhisperConfig.activation_function")),
+        module(c, torch::TensorOptions().dtype(o.dtype).device(o.device)) {}
+
+  WhisperConfig config;
+  std::string prefix;
+  LoadOptions options;
+  Activation activation;
+  Encoder module;
+
+  torch::Tensor encode(const torch::Tensor& features, Intermediates* out) const;
+};
+
+WhisperEncoder::WhisperEncoder(const WhisperConfig& config, CheckpointBinder& binder,
+                               const std::string& prefix, const LoadOptions& options) {
+  config.validate();
+  impl_ = std::make_shared<Impl>(config, prefix, options);
+  binder.bind(*impl_->module, prefix);
+  torch::NoGradGuard no_grad;
+  for (auto& layer : *impl_->module->layers) layer->as<EncoderLayerImpl>()->self_attn->fuse();
+}
+
+std::shared_ptr<const WhisperEncoder> WhisperEncoder::from_checkpoint(
+    const WhisperConfig& config, const SafetensorsCheckpoint& checkpoint,
+    const std::string& prefix, const LoadOptions& options) {
+  CheckpointBinder binder(checkpoint, options, "WhisperEncoder (" + config.to_string() + ")");
+  auto encoder = std::make_shared<WhisperEncoder>(config, binder, prefix, options);
+  binder.finish(prefix);
+  return encoder;
+}
+
+const WhisperConfig& WhisperEncoder::config() const { return impl_->config; }
+const std::string& WhisperEncoder::prefix() const { return impl_->prefix; }
+const LoadOptions& WhisperEncoder::load_options() const { return impl_->options; }
+
+torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
+                              Intermediates* intermediates) const {
+  const WhisperConfig& c = impl_->config;
+  ALTO_CHECK(input_features.dim() == 3 && input_features.size(1) == c.num_mel_bins &&
+                 input_features.size(2) == c.input_frames(),
+             "WhisperEncoder::encode: input_features must be [batch, ", c.num_mel_bins, ", ",
+             c.input_frames(), "] (pad with WhisperFeatureExtractor), got ",
+             shape_of(input_features));
+  ALTO_CHECK(input_features.is_floating_point(),
+             "WhisperEncoder::encode: input_features must be floating point, got ",
+             input_features.scalar_type());
+  torch::NoGradGuard no_grad;
+  return impl_->encode(input_features, intermediates);
+}
+
+torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features, Intermediates* out) const {
+  const EncoderImpl& encoder = *module;
+  const std::string& name = prefix;
+  torch::Tensor x = features.to(options.device, options.dtype);
+  x = encoder.conv1->forward(x);
+  if (out) out->add(name + "conv1", x);
+  x = encoder.conv2->forward(torch::gelu(x));
+  if (out) out->add(name + "conv2", x);
+  x = torch::gelu(x).permute({0, 2, 1}) + encoder.embed_positions->weight;
+  for (size_t i = 0; i < encoder.layers->size(); ++i) {
+    const auto& layer = encoder.layers->at<EncoderLayerImpl>(i);
+    const std::string layer_name = name + "layers." + std::to_string(i);
+    const bool record_weights = out && out->attention_weights;
+    torch::Tensor weights;
+    auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
+    torch::Tensor attention = layer.self_attn->out_proj->forward(
+        merge_heads(attend(q, k, v, {}, record_weights ? &weights : nullptr)));
+    if (out) out->add(layer_name + ".self_attn", attention);
+    if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
+    x = x + attention;
+    x = x + feed_forward(layer.final_layer_norm->forward(x), layer.fc1, layer.fc2, activation);
+    // transformers' guard against float16 overflow in the residual stream.
+    if (x.scalar_type() == torch::kFloat16 &&
+        (x.isinf().any().item<bool>() || x.isnan().any().item<bool>())) {
+      const double limit = 65504.0 - 1000.0;
+      x = x.clamp(-limit, limit);
+    }
+    if (out) out->add(layer_name, x);
+  }
+  x = encoder.layer_norm->forward(x);
+  if (out) {
+    out->add(name + "layer_norm", x);
+    out->add("last_hidden_state", x);
+  }
+  return x;
+}
+
+namespace {
+
+// Whisper's encoder with the folder's feature extractor: one 30 s window per call, as
+// transformers' WhisperFeatureExtractor pads and cuts it.
+class WhisperAudioEncoder : public AudioEncoder {
+ public:
+  WhisperAudioEncoder(const std::string& dir, const LoadOptions& options)
+      : extractor_(features::FeatureExtractor::from_pretrained(dir)),
+        encoder_(WhisperEncoder::from_checkpoint(WhisperConfig::from_json(dir),
+                                                 SafetensorsCheckpoint(dir), prefix_of(dir),
+                                                 options)) {
+    whisper_ = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor_.get());
+    ALTO_CHECK(whisper_, dir, ": expected a WhisperFeatureExtractor, got ", extractor_->name());
+  }
+
+  const features::FeatureExtractor& feature_extractor() const override { return *extractor_; }
+  double max_seconds() const override { return whisper_->options().chunk_length; }
+  AudioEmbedding embed(const torch::Tensor& wave, Intermediates* intermediates) const override {
+    AudioEmbedding out;
+    out.input_features = extractor_->compute_batch({wave}).input_features;
+    out.last_hidden_state =
+        encoder_->encode(out.input_features, intermediates).to(torch::kCPU, torch::kFloat32);
+    return out;
+  }
+
+ private:
+  // WhisperForConditionalGeneration stores "model.encoder..."; a bare WhisperModel "encoder...".
+  static std::string prefix_of(const std::string& dir) {
+    return SafetensorsCheckpoint(dir).contains("encoder.conv1.weight") ? "encoder."
+                                                                       : "model.encoder.";
+  }
+
+  std::shared_ptr<const features::FeatureExtractor> extractor_;
+  const features::WhisperFeatureExtractor* whisper_ = nullptr;
+  std::shared_ptr<const WhisperEncoder> encoder_;
+};
+
+const Registration<AudioEncoderEntry> kRegistration(
+    "whisper", {"Whisper's encoder (transformers' WhisperModel / WhisperForConditionalGeneration)",
+                [](const std::string& dir, const LoadOptions& options) {
+                  return std::make_shared<const WhisperAudioEncoder>(dir, options);
+                }});
+
+}  // namespace
+
+}  // namespace alto::models

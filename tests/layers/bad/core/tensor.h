@@ -1,0 +1,3 @@
+#pragma once
+// core/ including audio/: upward.
+#include "alto/audio/audio.h"

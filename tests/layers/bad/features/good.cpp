@@ -1,0 +1,3 @@
+// Allowed: its own layer and below.
+#include "alto/core/error.h"
+#include "alto/features/frames.h"

@@ -1,0 +1,3 @@
+#pragma once
+// A public block header exposing an internal kernel header.
+#include "alto/models/internal/conv.h"

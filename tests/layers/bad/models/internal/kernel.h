@@ -1,0 +1,3 @@
+#pragma once
+// Kernels depend on nothing above them.
+#include "alto/models/blocks/basic.h"

@@ -1,0 +1,135 @@
+// models/blocks/attention against transformers' semantics on small shapes: GQA as repeat_kv,
+// causal and sliding-window masks, key padding (a left-padded batch equals each row alone),
+// and cached decoding equal to recomputing the whole prefix.
+
+#include "alto/models/blocks/attention.h"
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include "alto/core/error.h"
+
+using namespace alto::models::blocks;  // NOLINT
+
+namespace {
+
+// transformers' eager_attention_forward: repeat_kv, scores, additive mask, softmax, values.
+torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                    const torch::Tensor& mask, double scale) {
+  const int64_t group = q.size(1) / k.size(1);
+  const torch::Tensor kr = k.repeat_interleave(group, 1), vr = v.repeat_interleave(group, 1);
+  torch::Tensor scores = torch::matmul(q, kr.transpose(-1, -2)) * scale;
+  if (mask.defined()) scores = scores + mask;
+  return torch::matmul(torch::softmax(scores, -1), vr);
+}
+
+SelfAttentionOptions gqa_options() {
+  SelfAttentionOptions o;
+  o.hidden_size = 24;
+  o.num_attention_heads = 6;
+  o.num_key_value_heads = 2;
+  o.head_dim = 8;  // not hidden_size / heads: an explicit head_dim, as Mistral's
+  o.qkv_bias = true;
+  return o;
+}
+
+SelfAttention random_attention() {
+  SelfAttention attention(gqa_options(), torch::TensorOptions().dtype(torch::kFloat64));
+  for (auto& p : attention->parameters()) p.copy_(torch::randn(p.sizes(), p.options()) * 0.3);
+  return attention;
+}
+
+}  // namespace
+
+TEST_CASE("masks: causal, sliding window, key padding", "[models][blocks][attention]") {
+  AttentionMaskOptions o;
+  o.sliding_window = 3;
+  const torch::Tensor m = attention_mask(4, 6, 2, o, {}, torch::kFloat32);
+  REQUIRE(m.sizes() == torch::IntArrayRef({1, 1, 4, 6}));
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      const int64_t q = i + 2;
+      const bool visible = j <= q && q - j < 3;
+      CHECK((m[0][0][i][j].item<float>() == 0) == visible);
+    }
+  o.causal = false;
+  o.sliding_window = 0;
+  const torch::Tensor padding = torch::tensor({{0, 0, 1, 1}, {1, 1, 1, 1}});
+  const torch::Tensor p = attention_mask(4, 4, 0, o, padding, torch::kFloat32);
+  CHECK(p.sizes() == torch::IntArrayRef({2, 1, 4, 4}));
+  CHECK(p[0][0][1][0].item<float>() < -1e38);
+  CHECK(p[0][0][1][2].item<float>() == 0);
+  CHECK(p[1].eq(0).all().item<bool>());
+  CHECK_THROWS_WITH(attention_mask(4, 4, 0, o, torch::ones({2, 3}), torch::kFloat32),
+                    Catch::Contains("key_padding must be [batch, 4]"));
+}
+
+TEST_CASE("grouped-query attention equals repeat_kv attention", "[models][blocks][attention]") {
+  torch::manual_seed(1);
+  const torch::Tensor q = torch::randn({2, 6, 5, 8}, torch::kFloat64);
+  const torch::Tensor k = torch::randn({2, 2, 7, 8}, torch::kFloat64);
+  const torch::Tensor v = torch::randn({2, 2, 7, 8}, torch::kFloat64);
+  const torch::Tensor mask = attention_mask(5, 7, 2, {}, {}, torch::kFloat64);
+  torch::Tensor weights;
+  const torch::Tensor out = scaled_dot_product_attention(q, k, v, mask, 0.35, &weights);
+  CHECK(torch::allclose(out, eager(q, k, v, mask, 0.35), 1e-6, 1e-6));
+  CHECK(weights.sizes() == torch::IntArrayRef({2, 6, 5, 7}));
+  CHECK(torch::allclose(weights.sum(-1), torch::ones({2, 6, 5}, torch::kFloat64)));
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q, k.narrow(1, 0, 1).repeat({1, 4, 1, 1}), v,
+                                                 {}, 1.0),
+                    Catch::Contains("heads a multiple of kv_heads"));
+}
+
+TEST_CASE("cached decoding equals the whole prefix; left padding equals the row alone",
+          "[models][blocks][attention]") {
+  torch::manual_seed(2);
+  torch::NoGradGuard no_grad;
+  const SelfAttention attention = random_attention();
+  RotaryEmbeddingOptions ro;
+  ro.head_dim = 8;
+  const RotaryEmbedding rope(ro);
+  const torch::Tensor x = torch::randn({1, 9, 24}, torch::kFloat64);
+  AttentionMaskOptions window;
+  window.sliding_window = 4;
+  auto full_run = [&](const torch::Tensor& input) {
+    const int64_t t = input.size(1);
+    auto [c, s] = rope.cos_sin(torch::arange(t));
+    return attention->forward(input, rope, c, s,
+                              attention_mask(t, t, 0, window, {}, torch::kFloat64));
+  };
+  const torch::Tensor full = full_run(x);
+  // Step by step through a preallocated cache: 3 positions of prefill, then one at a time.
+  KVCache cache(1, 2, 16, 8, torch::TensorOptions().dtype(torch::kFloat64));
+  std::vector<torch::Tensor> parts;
+  for (int64_t start = 0; start < 9;) {
+    const int64_t n = start == 0 ? 3 : 1;
+    auto [c, s] = rope.cos_sin(torch::arange(start, start + n));
+    const torch::Tensor m = attention_mask(n, start + n, start, window, {}, torch::kFloat64);
+    parts.push_back(attention->forward(x.narrow(1, start, n), rope, c, s, m, &cache));
+    start += n;
+  }
+  CHECK(cache.length() == 9);
+  CHECK(torch::allclose(torch::cat(parts, 1), full, 1e-9, 1e-9));
+  CHECK_THROWS_WITH(cache.append(torch::zeros({1, 2, 8, 8}, torch::kFloat64),
+                                 torch::zeros({1, 2, 8, 8}, torch::kFloat64)),
+                    Catch::Contains("exceed the capacity of 16"));
+
+  // A batch of a 9-token row and a 6-token row left-padded by 3: each equals its row alone,
+  // positions counted from the first real token as transformers' position_ids do.
+  const torch::Tensor shorter = torch::randn({1, 6, 24}, torch::kFloat64);
+  const torch::Tensor batch = torch::cat({x, torch::cat({torch::zeros({1, 3, 24}, torch::kFloat64), shorter}, 1)});
+  const torch::Tensor padding = torch::tensor({{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 1, 1, 1, 1, 1}});
+  const torch::Tensor positions = (padding.cumsum(1) - 1).clamp_min(0);
+  auto [cb, sb] = rope.cos_sin(positions);
+  const torch::Tensor out = attention->forward(
+      batch, rope, cb, sb, attention_mask(9, 9, 0, window, padding, torch::kFloat64));
+  CHECK(torch::allclose(out[0], full[0], 1e-9, 1e-9));
+  CHECK(torch::allclose(out[1].narrow(0, 3, 6), full_run(shorter)[0], 1e-9, 1e-9));
+  CHECK(torch::isfinite(out).all().item<bool>());
+
+  SelfAttentionOptions bad = gqa_options();
+  bad.num_key_value_heads = 4;
+  CHECK_THROWS_WITH(SelfAttention(bad, torch::TensorOptions()),
+                    Catch::Contains("num_key_value_heads must divide num_attention_heads, got 6 and 4"));
+}

@@ -1,0 +1,48 @@
+// models/layers/few_rows: the few-row products equal torch's for every row count, vector tails
+// (sizes off the 8/16-float blocks) and with or without a bias; wrong operands are errors.
+
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include "alto/core/error.h"
+#include "alto/models/internal/few_rows.h"
+#include "features/golden.h"
+
+using namespace alto::models::kernels;  // NOLINT
+
+TEST_CASE("linear_few_rows and matmul_few_rows equal torch", "[few_rows]") {
+  torch::manual_seed(5);
+  for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
+    for (const auto& [in, out] :
+         {std::pair<int64_t, int64_t>{512, 1536}, {37, 5}, {16, 3}, {7, 19}, {1, 1}, {8192, 33}}) {
+      INFO("rows " << rows << " in " << in << " out " << out);
+      const torch::Tensor x = torch::randn({rows, in});
+      const torch::Tensor w = torch::randn({out, in});
+      const torch::Tensor b = torch::randn({out});
+      REQUIRE(few_rows(x));
+      const double atol = 1e-4 * std::sqrt(static_cast<double>(in));
+      alto::test::require_close(linear_few_rows(x, w, b), torch::linear(x, w, b), atol, 1e-5,
+                                std::nullopt, "linear with bias");
+      alto::test::require_close(linear_few_rows(x, w, {}), torch::linear(x, w), atol, 1e-5,
+                                std::nullopt, "linear");
+      const torch::Tensor wt = torch::randn({in, out});
+      alto::test::require_close(matmul_few_rows(x, wt), torch::mm(x, wt), atol, 1e-5, std::nullopt,
+                                "matmul");
+      // Non-contiguous operands are taken as their values.
+      alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt), atol,
+                                1e-5, std::nullopt, "matmul, transposed view");
+    }
+}
+
+TEST_CASE("few-row products refuse what they cannot take", "[few_rows]") {
+  const torch::Tensor w = torch::randn({4, 8});
+  REQUIRE_FALSE(few_rows(torch::randn({kMaxFewRows + 1, 8})));
+  REQUIRE_FALSE(few_rows(torch::randn({2, 8}, torch::kFloat64)));
+  REQUIRE_FALSE(few_rows(torch::randn({8})));
+  REQUIRE_THROWS_AS(linear_few_rows(torch::randn({5, 8}), w, {}), alto::InvalidArgument);
+  REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 7}), w, {}),
+                      Catch::Contains("does not fit"));
+  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 4}), w.to(torch::kFloat64)),
+                      Catch::Contains("does not fit"));
+}
