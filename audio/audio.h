@@ -35,7 +35,7 @@ struct AudioInfo {
   std::string codec;      // FFmpeg's codec name, e.g. "pcm_s16le", "mp3", "aac", "opus"
   int sample_rate = 0;
   int channels = 0;
-  int64_t frames = 0;     // as decoded, after encoder delay and padding are removed
+  int64_t frames = 0;  // as decoded, after encoder delay and padding are removed
   double duration_seconds() const;
 };
 

@@ -14,8 +14,8 @@ void DecodeOptions::validate() const {
     ALTO_CHECK(*sample_rate > 0, "DecodeOptions.sample_rate must be > 0, got ", *sample_rate);
   if (channel) ALTO_CHECK(*channel >= 0, "DecodeOptions.channel must be >= 0, got ", *channel);
   ALTO_CHECK(!(mono && channel), "DecodeOptions.mono and DecodeOptions.channel exclude each other");
-  ALTO_CHECK(std::isfinite(offset) && offset >= 0, "DecodeOptions.offset must be >= 0 seconds, got ",
-             offset);
+  ALTO_CHECK(std::isfinite(offset) && offset >= 0,
+             "DecodeOptions.offset must be >= 0 seconds, got ", offset);
   if (duration)
     ALTO_CHECK(std::isfinite(*duration) && *duration > 0,
                "DecodeOptions.duration must be > 0 seconds, got ", *duration);
@@ -30,14 +30,13 @@ void DecodeOptions::validate() const {
 std::string DecodeOptions::to_string() const {
   return alto::detail::concat(
       "DecodeOptions(sample_rate=", sample_rate ? std::to_string(*sample_rate) : "None",
-      ", mono=", mono ? "True" : "False",
-      ", channel=", channel ? std::to_string(*channel) : "None", ", offset=", offset,
-      ", duration=", duration ? std::to_string(*duration) : "None",
-      ", resampler=", audio::to_string(resampler),
-      ", raw=", raw ? alto::detail::concat("RawPcmFormat(sample_format=", raw->sample_format,
-                                     ", sample_rate=", raw->sample_rate,
-                                     ", channels=", raw->channels, ")")
-                    : "None",
+      ", mono=", mono ? "True" : "False", ", channel=", channel ? std::to_string(*channel) : "None",
+      ", offset=", offset, ", duration=", duration ? std::to_string(*duration) : "None",
+      ", resampler=", audio::to_string(resampler), ", raw=",
+      raw ? alto::detail::concat("RawPcmFormat(sample_format=", raw->sample_format,
+                                 ", sample_rate=", raw->sample_rate, ", channels=", raw->channels,
+                                 ")")
+          : "None",
       ")");
 }
 

@@ -20,11 +20,11 @@ struct RawPcmFormat {
 };
 
 struct DecodeOptions {
-  std::optional<int> sample_rate;   // resample to this rate; unset keeps the file's
-  bool mono = false;                // downmix to one channel: the mean of all channels
-  std::optional<int> channel;       // keep only this channel (0-based)
-  double offset = 0.0;              // seconds to skip (seeks; the skipped part is not decoded)
-  std::optional<double> duration;   // seconds to read from the offset; unset reads to the end
+  std::optional<int> sample_rate;  // resample to this rate; unset keeps the file's
+  bool mono = false;               // downmix to one channel: the mean of all channels
+  std::optional<int> channel;      // keep only this channel (0-based)
+  double offset = 0.0;             // seconds to skip (seeks; the skipped part is not decoded)
+  std::optional<double> duration;  // seconds to read from the offset; unset reads to the end
   ResamplerEngine resampler = ResamplerEngine::kSoxr;
   std::optional<RawPcmFormat> raw;  // the input is headerless PCM in this format
 

@@ -18,8 +18,9 @@ std::string to_string(ResamplerEngine engine) {
 }
 
 std::string ResamplerOptions::to_string() const {
-  return alto::detail::concat("ResamplerOptions(input_rate=", input_rate, ", output_rate=", output_rate,
-                        ", channels=", channels, ", engine=", audio::to_string(engine), ")");
+  return alto::detail::concat("ResamplerOptions(input_rate=", input_rate,
+                              ", output_rate=", output_rate, ", channels=", channels,
+                              ", engine=", audio::to_string(engine), ")");
 }
 
 struct Resampler::Impl {
@@ -76,8 +77,7 @@ Resampler::Resampler(const ResamplerOptions& options)
              options.input_rate);
   ALTO_CHECK(options.output_rate > 0, "ResamplerOptions.output_rate must be > 0, got ",
              options.output_rate);
-  ALTO_CHECK(options.channels > 0, "ResamplerOptions.channels must be > 0, got ",
-             options.channels);
+  ALTO_CHECK(options.channels > 0, "ResamplerOptions.channels must be > 0, got ", options.channels);
   if (options.input_rate != options.output_rate) impl_->swr = make_swr(options);
 }
 
@@ -115,8 +115,8 @@ Audio convert(SwrContext* swr, const ResamplerOptions& o, const Audio* chunk) {
 }  // namespace
 
 Audio Resampler::process(const Audio& chunk) {
-  ALTO_CHECK(chunk.channels == options_.channels, "Resampler.process: chunk has ",
-             chunk.channels, " channels, the resampler was built for ", options_.channels);
+  ALTO_CHECK(chunk.channels == options_.channels, "Resampler.process: chunk has ", chunk.channels,
+             " channels, the resampler was built for ", options_.channels);
   ALTO_CHECK(chunk.sample_rate == options_.input_rate, "Resampler.process: chunk is at ",
              chunk.sample_rate, " Hz, the resampler was built for ", options_.input_rate, " Hz");
   if (!impl_->swr) return chunk;

@@ -22,7 +22,7 @@ SaveFormat SaveFormat::for_path(const std::string& path) {
 std::string SaveFormat::to_string() const {
   const char* encodings[] = {"pcm16", "pcm24", "float32"};
   return alto::detail::concat("SaveFormat(file=", file == FileFormat::kWav ? "wav" : "flac",
-                        ", encoding=", encodings[static_cast<int>(encoding)], ")");
+                              ", encoding=", encodings[static_cast<int>(encoding)], ")");
 }
 
 FileFormat parse_file_format(const std::string& name) {
@@ -54,8 +54,8 @@ std::vector<int32_t> to_int32(const Audio& audio, int bits) {
   for (int64_t i = 0; i < audio.frames; ++i)
     for (int c = 0; c < audio.channels; ++c) {
       double v = std::clamp(std::nearbyint(audio.channel(c)[i] * scale), lo, hi);
-      out[i * audio.channels + c] = static_cast<int32_t>(static_cast<uint32_t>(
-                                        static_cast<int32_t>(v)) << shift);
+      out[i * audio.channels + c] =
+          static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(v)) << shift);
     }
   return out;
 }
@@ -66,8 +66,8 @@ void save_audio(const std::string& path, const Audio& audio, const SaveFormat& f
   ALTO_CHECK(audio.channels > 0, path, ": cannot write audio with ", audio.channels, " channels");
   ALTO_CHECK(audio.sample_rate > 0, path, ": cannot write audio at ", audio.sample_rate, " Hz");
   ALTO_CHECK(audio.samples.size() == static_cast<size_t>(audio.channels) * audio.frames, path,
-             ": Audio holds ", audio.samples.size(), " samples, expected channels x frames = ",
-             audio.channels * audio.frames);
+             ": Audio holds ", audio.samples.size(),
+             " samples, expected channels x frames = ", audio.channels * audio.frames);
   ALTO_CHECK(!(format.file == FileFormat::kFlac && format.encoding == SampleEncoding::kFloat32),
              path, ": FLAC stores integers only: use 16 or 24 bits");
   for (int c = 0; c < audio.channels; ++c) {

@@ -25,7 +25,7 @@ struct SaveFormat {
 void save_audio(const std::string& path, const Audio& audio,
                 const SaveFormat& format = SaveFormat{});
 
-FileFormat parse_file_format(const std::string& name);        // "wav" | "flac"
+FileFormat parse_file_format(const std::string& name);          // "wav" | "flac"
 SampleEncoding parse_sample_encoding(const std::string& bits);  // "16" | "24" | "32f"
 
 }  // namespace alto::audio

@@ -24,7 +24,8 @@ std::unique_ptr<Decoder> open_decoder(const Source& source,
     struct stat st;
     ALTO_CHECK_AS(IoError, ::stat(source.name.c_str(), &st) == 0, source.name, ": ",
                   std::strerror(errno));
-    ALTO_CHECK_AS(IoError, !S_ISDIR(st.st_mode), source.name, ": is a directory, not an audio file");
+    ALTO_CHECK_AS(IoError, !S_ISDIR(st.st_mode), source.name,
+                  ": is a directory, not an audio file");
     seekable = S_ISREG(st.st_mode);
   }
   if (seekable && !raw) {
@@ -38,8 +39,7 @@ std::unique_ptr<Decoder> open_decoder(const Source& source,
 struct AudioStreamReader::Impl {
   Impl(detail::Source source, const DecodeOptions& options, int64_t chunk_frames)
       : source(std::move(source)), options(options), chunk_frames(chunk_frames) {
-    ALTO_CHECK(chunk_frames > 0, "AudioStreamReader: chunk_frames must be > 0, got ",
-               chunk_frames);
+    ALTO_CHECK(chunk_frames > 0, "AudioStreamReader: chunk_frames must be > 0, got ", chunk_frames);
   }
 
   detail::Source source;
@@ -50,9 +50,9 @@ struct AudioStreamReader::Impl {
   int out_channels = 0;
   int out_rate = 0;
 
-  int64_t to_skip = 0;        // source frames still to discard (offset on unseekable input)
-  int64_t source_left = -1;   // source frames still to read for `duration`; -1: no limit
-  int64_t source_read = 0;    // source frames decoded past the offset
+  int64_t to_skip = 0;       // source frames still to discard (offset on unseekable input)
+  int64_t source_left = -1;  // source frames still to read for `duration`; -1: no limit
+  int64_t source_read = 0;   // source frames decoded past the offset
   bool source_done = false;
   std::vector<std::deque<float>> fifo;  // per output channel
 
@@ -68,8 +68,8 @@ struct AudioStreamReader::Impl {
     out_channels = options.mono || options.channel ? 1 : info.channels;
     out_rate = options.sample_rate.value_or(info.sample_rate);
     if (out_rate != info.sample_rate)
-      resampler.emplace(ResamplerOptions{info.sample_rate, out_rate, out_channels,
-                                         options.resampler});
+      resampler.emplace(
+          ResamplerOptions{info.sample_rate, out_rate, out_channels, options.resampler});
     fifo.assign(out_channels, {});
 
     const int64_t offset = std::llround(options.offset * info.sample_rate);
@@ -103,9 +103,8 @@ struct AudioStreamReader::Impl {
     for (int c = 0; c < block.channels; ++c) {
       const float* row = block.channel(c);
       for (int64_t i = 0; i < block.frames; ++i) {
-        ALTO_CHECK_AS(IoError, std::isfinite(row[i]), source.name, ": sample ",
-                      source_read + i, " of channel ", c, " is ", row[i],
-                      " (audio must be finite)");
+        ALTO_CHECK_AS(IoError, std::isfinite(row[i]), source.name, ": sample ", source_read + i,
+                      " of channel ", c, " is ", row[i], " (audio must be finite)");
       }
     }
   }
@@ -128,8 +127,9 @@ struct AudioStreamReader::Impl {
     if (!got) {
       ALTO_CHECK(to_skip == 0, "DecodeOptions.offset ", options.offset, " s is past the end of ",
                  source.name);
-      ALTO_CHECK_AS(IoError, source_read > 0, source.name,
-                    options.offset > 0 ? ": no audio after the offset" : ": contains no audio samples");
+      ALTO_CHECK_AS(
+          IoError, source_read > 0, source.name,
+          options.offset > 0 ? ": no audio after the offset" : ": contains no audio samples");
       if (resampler) push(resampler->flush());
       source_done = true;
       return;
@@ -162,8 +162,8 @@ AudioStreamReader::AudioStreamReader(const std::string& path, const DecodeOption
 
 AudioStreamReader::AudioStreamReader(const void* data, size_t size, const DecodeOptions& options,
                                      int64_t chunk_frames, const std::string& name)
-    : impl_(std::make_unique<Impl>(
-          detail::Source{name, static_cast<const uint8_t*>(data), size}, options, chunk_frames)) {
+    : impl_(std::make_unique<Impl>(detail::Source{name, static_cast<const uint8_t*>(data), size},
+                                   options, chunk_frames)) {
   ALTO_CHECK_AS(IoError, data != nullptr && size > 0, name, ": empty buffer, no audio data");
   impl_->open();
 }

@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "alto/audio/load.h"
 #include "alto/audio/audio_tensor.h"
+#include "alto/audio/load.h"
 #include "alto/core/threading.h"
 #include "alto/features/kaldi_fbank.h"
 #include "alto/features/mel_spectrogram.h"
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       if (std::strcmp(argv[i], "--write-input") == 0) raw = argv[i + 1];
       if (std::strcmp(argv[i], "--repeat") == 0) repeat = std::stoi(argv[i + 1]);
     }
-    audio::DecodeOptions load;
+    alto::audio::DecodeOptions load;
     load.sample_rate = 16000;
     load.mono = true;
     const torch::Tensor clip = alto::audio::to_tensor(alto::audio::load_audio(speech, load))[0];

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
+#include "alto/core/internal/blas.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
 #include "alto/models/whisper/whisper.h"
@@ -104,12 +104,18 @@ int main(int argc, char** argv) {
     std::string output, profile;
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--threads") threads = parse_threads(value);
-      else if (flag == "--repeat") repeat = std::stoi(value);
-      else if (flag == "--output") output = value;
-      else if (flag == "--profile") profile = value;
-      else if (flag == "--decode-tokens") decode_tokens = std::stoi(value);
-      else throw alto::InvalidArgument("unknown option " + flag);
+      if (flag == "--threads")
+        threads = parse_threads(value);
+      else if (flag == "--repeat")
+        repeat = std::stoi(value);
+      else if (flag == "--output")
+        output = value;
+      else if (flag == "--profile")
+        profile = value;
+      else if (flag == "--decode-tokens")
+        decode_tokens = std::stoi(value);
+      else
+        throw alto::InvalidArgument("unknown option " + flag);
     }
     const auto t_load = Clock::now();
     const alto::models::Whisper model = *alto::models::Whisper::from_pretrained(model_dir);

@@ -6,11 +6,11 @@
 #include <string>
 #include <utility>
 
+#include "alto/audio/audio_tensor.h"
 #include "alto/audio/load.h"
 #include "alto/audio/resample.h"
 #include "alto/audio/save.h"
 #include "alto/audio/stream_reader.h"
-#include "alto/audio/audio_tensor.h"
 #include "bindings/common.h"
 
 namespace alto::python {
@@ -22,8 +22,8 @@ torch::Tensor to_owned_tensor(audio::Audio&& audio) {
   if (audio.samples.empty()) return torch::zeros({audio.channels, audio.frames});
   auto* owned = new audio::Audio(std::move(audio));
   return torch::from_blob(
-      owned->samples.data(), {owned->channels, owned->frames},
-      [owned](void*) { delete owned; }, torch::kFloat32);
+      owned->samples.data(), {owned->channels, owned->frames}, [owned](void*) { delete owned; },
+      torch::kFloat32);
 }
 
 audio::ResamplerEngine parse_engine(const std::string& name) {
@@ -33,8 +33,8 @@ audio::ResamplerEngine parse_engine(const std::string& name) {
 }
 
 audio::DecodeOptions load_options(std::optional<int> sample_rate, bool mono, double offset,
-                         std::optional<double> duration, std::optional<int> channel,
-                         const std::string& resampler) {
+                                  std::optional<double> duration, std::optional<int> channel,
+                                  const std::string& resampler) {
   audio::DecodeOptions o;
   o.sample_rate = sample_rate;
   o.mono = mono;
@@ -97,8 +97,7 @@ void bind_audio(py::module_& m) {
   m.def(
       "load_audio",
       [](const std::string& path, std::optional<int> sample_rate, bool mono, double offset,
-         std::optional<double> duration, std::optional<int> channel,
-         const std::string& resampler) {
+         std::optional<double> duration, std::optional<int> channel, const std::string& resampler) {
         const audio::DecodeOptions options =
             load_options(sample_rate, mono, offset, duration, channel, resampler);
         audio::Audio audio;
@@ -196,28 +195,29 @@ equal audio::load_audio() with the same options sample for sample. Iterate over 
         ...  # chunk: torch.float32 [channels, <= chunk_frames]
 
 A reader may be shared between threads; their next() calls take turns.)doc")
-      .def(py::init([](const std::string& path, int64_t chunk_frames,
-                       std::optional<int> sample_rate, bool mono, double offset,
-                       std::optional<double> duration, std::optional<int> channel,
-                       const std::string& resampler) {
-             const audio::DecodeOptions options =
-                 load_options(sample_rate, mono, offset, duration, channel, resampler);
-             py::gil_scoped_release release;
-             return std::make_unique<StreamReader>(path, options, chunk_frames);
-           }),
-           py::arg("path"), py::arg("chunk_frames"), py::arg("sample_rate") = py::none(),
-           py::arg("mono") = false, py::arg("offset") = 0.0, py::arg("duration") = py::none(),
-           py::arg("channel") = py::none(), py::arg("resampler") = "soxr",
-           "Opens ``path``; the options are load_audio's. chunk_frames: frames per chunk (the "
-           "last one may be shorter).")
+      .def(
+          py::init([](const std::string& path, int64_t chunk_frames, std::optional<int> sample_rate,
+                      bool mono, double offset, std::optional<double> duration,
+                      std::optional<int> channel, const std::string& resampler) {
+            const audio::DecodeOptions options =
+                load_options(sample_rate, mono, offset, duration, channel, resampler);
+            py::gil_scoped_release release;
+            return std::make_unique<StreamReader>(path, options, chunk_frames);
+          }),
+          py::arg("path"), py::arg("chunk_frames"), py::arg("sample_rate") = py::none(),
+          py::arg("mono") = false, py::arg("offset") = 0.0, py::arg("duration") = py::none(),
+          py::arg("channel") = py::none(), py::arg("resampler") = "soxr",
+          "Opens ``path``; the options are load_audio's. chunk_frames: frames per chunk (the "
+          "last one may be shorter).")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &StreamReader::next,
            "The next chunk, torch.float32 [channels, frames]; StopIteration at the end.")
-      .def_property_readonly("sample_rate",
-                             [](const StreamReader& r) { return r.reader().sample_rate(); },
-                             "Sample rate of the chunks.")
-      .def_property_readonly("channels", [](const StreamReader& r) { return r.reader().channels(); },
-                             "Channels of the chunks.")
+      .def_property_readonly(
+          "sample_rate", [](const StreamReader& r) { return r.reader().sample_rate(); },
+          "Sample rate of the chunks.")
+      .def_property_readonly(
+          "channels", [](const StreamReader& r) { return r.reader().channels(); },
+          "Channels of the chunks.")
       .def_property_readonly(
           "source_info", [](const StreamReader& r) { return info_dict(r.reader().source_info()); },
           "The source as its decoder reports it (before the options), as probe_audio's dict.");

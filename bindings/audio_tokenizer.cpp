@@ -1,13 +1,14 @@
 // tokenizers/audio_tokenizer.h: the neural audio codecs (EnCodec, Mimi, DAC) behind one
 // interface, and their frame-by-frame streams.
 
+#include "alto/tokenizers/audio_tokenizer.h"
+
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 
 #include "alto/core/checkpoint.h"
-#include "alto/tokenizers/audio_tokenizer.h"
 #include "bindings/common.h"
 
 namespace alto::python {
@@ -72,7 +73,9 @@ void bind_audio_tokenizer(py::module_& top) {
   // stays immutable.
   using Holder = std::shared_ptr<AudioTokenizer>;
 
-  py::class_<Stream, std::shared_ptr<Stream>>(m, "AudioTokenizerStream", R"doc(Frame-by-frame encoding and decoding with explicit state (AudioTokenizer.stream() makes one).
+  py::class_<Stream, std::shared_ptr<Stream>>(
+      m, "AudioTokenizerStream",
+      R"doc(Frame-by-frame encoding and decoding with explicit state (AudioTokenizer.stream() makes one).
 
 Feeding any chunking of a signal gives the codes (and audio) of one offline call over the whole
 signal::
@@ -83,7 +86,8 @@ signal::
       .def(
           "encode_step",
           [](Stream& s, const TensorArg& samples) {
-            return s.encode_step(floating(samples.tensor, "AudioTokenizerStream.encode_step: samples", 3, 3));
+            return s.encode_step(
+                floating(samples.tensor, "AudioTokenizerStream.encode_step: samples", 3, 3));
           },
           py::arg("samples"), py::call_guard<py::gil_scoped_release>(),
           "samples: float [batch, channels, n], any n >= 0 -> the codes int64 [batch, K, t] of "
@@ -91,7 +95,8 @@ signal::
       .def(
           "decode_step",
           [](Stream& s, const TensorArg& codes) {
-            return s.decode_step(integral(codes.tensor, "AudioTokenizerStream.decode_step: codes", 3));
+            return s.decode_step(
+                integral(codes.tensor, "AudioTokenizerStream.decode_step: codes", 3));
           },
           py::arg("codes"), py::call_guard<py::gil_scoped_release>(),
           "codes: int [batch, K, t], any t >= 0 -> the float32 samples [batch, channels, n] those "
@@ -105,7 +110,9 @@ signal::
       .def("reset", &Stream::reset, py::call_guard<py::gil_scoped_release>(),
            "Forgets all encoder and decoder state.");
 
-  py::class_<AudioTokenizer, Holder> cls(m, "AudioTokenizer", R"doc(A neural audio codec (EnCodec, Mimi, DAC): audio -> discrete codes -> audio.
+  py::class_<AudioTokenizer, Holder> cls(
+      m, "AudioTokenizer",
+      R"doc(A neural audio codec (EnCodec, Mimi, DAC): audio -> discrete codes -> audio.
 
 Loaded from a Hugging Face checkpoint folder unchanged; the architecture comes from config.json's
 model_type. Codes use the layout transformers' ``encode`` returns as ``audio_codes``::
@@ -121,12 +128,10 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
   cls.def_static(
          "from_pretrained",
          [](const std::string& dir, const std::string& device, const std::string& dtype) {
-           alto::LoadOptions options;
-           options.device = alto::parse_device(device);
-           options.dtype = alto::parse_dtype(dtype);
-           options.validate();
+           const auto options = alto::LoadOptions::parse(device, dtype);
            py::gil_scoped_release release;
-           return std::const_pointer_cast<AudioTokenizer>(AudioTokenizer::from_pretrained(dir, options));
+           return std::const_pointer_cast<AudioTokenizer>(
+               AudioTokenizer::from_pretrained(dir, options));
          },
          py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
          "Loads a codec folder (config.json, model.safetensors). Raises alto.Unsupported naming "
@@ -142,11 +147,13 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
           "The registered codecs: {model_type: description}.")
       .def_property_readonly("model_type", &AudioTokenizer::model_type,
                              "config.json's model_type: \"encodec\", \"mimi\" or \"dac\".")
-      .def_property_readonly("sample_rate", &AudioTokenizer::sample_rate, "Input/output sample rate.")
+      .def_property_readonly("sample_rate", &AudioTokenizer::sample_rate,
+                             "Input/output sample rate.")
       .def_property_readonly("channels", &AudioTokenizer::channels, "Audio channels.")
       .def_property_readonly("frame_rate", &AudioTokenizer::frame_rate, "Code frames per second.")
       .def_property_readonly("hop_length", &AudioTokenizer::hop_length, "Samples per code frame.")
-      .def_property_readonly("codebook_size", &AudioTokenizer::codebook_size, "Entries per codebook.")
+      .def_property_readonly("codebook_size", &AudioTokenizer::codebook_size,
+                             "Entries per codebook.")
       .def_property_readonly(
           "num_codebooks", [](const AudioTokenizer& t) { return t.num_codebooks(); },
           "Codebooks of the full model (K at the highest bandwidth / all quantizers).")
@@ -204,7 +211,8 @@ that do not fit (shape, id range).)doc")
       .def(
           "stream",
           [](const AudioTokenizer& t, double bandwidth, int64_t num_quantizers, int64_t batch) {
-            return std::make_shared<Stream>(t.stream(encode_options(bandwidth, num_quantizers), batch));
+            return std::make_shared<Stream>(
+                t.stream(encode_options(bandwidth, num_quantizers), batch));
           },
           py::kw_only(), py::arg("bandwidth") = 0.0, py::arg("num_quantizers") = 0,
           py::arg("batch") = 1,

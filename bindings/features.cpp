@@ -96,8 +96,9 @@ PaddingOptions::Strategy padding_strategy(const py::object& padding) {
                                    : PaddingOptions::Strategy::kDoNotPad;
   if (py::isinstance<py::str>(padding))
     return PaddingOptions::parse_strategy(py::cast<std::string>(padding));
-  throw InvalidArgument("padding must be None, a bool or \"longest\" / \"max_length\" / "
-                        "\"do_not_pad\"");
+  throw InvalidArgument(
+      "padding must be None, a bool or \"longest\" / \"max_length\" / "
+      "\"do_not_pad\"");
 }
 
 /// raw_speech as transformers takes it: one clip [samples], a batch [batch, samples] or a list
@@ -187,7 +188,8 @@ void bind_features(py::module_& top) {
                             "extractors.");
 
   using Holder = std::shared_ptr<FeatureExtractor>;
-  py::class_<FeatureExtractor, Holder> base(m, "FeatureExtractor", R"doc(The common face of alto's feature extractors.
+  py::class_<FeatureExtractor, Holder> base(m, "FeatureExtractor",
+                                            R"doc(The common face of alto's feature extractors.
 
 ``FeatureExtractor.from_pretrained(dir)`` reads a Hugging Face preprocessor_config.json and builds
 the extractor its ``feature_extractor_type`` names (WhisperFeatureExtractor,
@@ -202,7 +204,8 @@ Extractors are immutable and may be called from several threads at once.)doc");
           "from_pretrained",
           [](const std::string& dir) {
             py::gil_scoped_release release;
-            return std::const_pointer_cast<FeatureExtractor>(FeatureExtractor::from_pretrained(dir));
+            return std::const_pointer_cast<FeatureExtractor>(
+                FeatureExtractor::from_pretrained(dir));
           },
           py::arg("dir"),
           "Builds the extractor a preprocessor_config.json (or the model folder holding it) "
@@ -236,9 +239,9 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
           const FeatureExtractorEntry& e = *feature_extractors().find(name);
           py::dict options;
           for (const auto& f : e.fields) options[py::str(f.name)] = f.default_text;
-          d[py::str(name)] = py::dict(py::arg("transformers_type") = e.transformers_type,
-                                      py::arg("description") = e.description,
-                                      py::arg("options") = options);
+          d[py::str(name)] =
+              py::dict(py::arg("transformers_type") = e.transformers_type,
+                       py::arg("description") = e.description, py::arg("options") = options);
         }
         return d;
       },
@@ -268,7 +271,9 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
   bind_options_api(kaldi_fbank);
   kaldi_fbank.def(
       "compute",
-      [](const KaldiFbank& e, const TensorArg& wave) { return e.compute(wave_of(wave, "KaldiFbank")); },
+      [](const KaldiFbank& e, const TensorArg& wave) {
+        return e.compute(wave_of(wave, "KaldiFbank"));
+      },
       py::arg("wave"), py::call_guard<py::gil_scoped_release>(),
       "wave: [samples] (or [1, samples]) floating point at sample_frequency -> [frames, "
       "num_mel_bins (+1 with use_energy)] float32. Raises alto.Error for NaN/Inf or empty input.");
@@ -276,12 +281,15 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
   py::class_<KaldiMfcc, FeatureExtractor, std::shared_ptr<KaldiMfcc>> kaldi_mfcc(
       m, "KaldiMfcc",
       ("Kaldi MFCCs equal to torchaudio.compliance.kaldi.mfcc.\n\ncompute(wave) -> [frames, "
-       "num_ceps] float32." + options_doc<KaldiMfcc::Options>())
+       "num_ceps] float32." +
+       options_doc<KaldiMfcc::Options>())
           .c_str());
   bind_options_api(kaldi_mfcc);
   kaldi_mfcc.def(
       "compute",
-      [](const KaldiMfcc& e, const TensorArg& wave) { return e.compute(wave_of(wave, "KaldiMfcc")); },
+      [](const KaldiMfcc& e, const TensorArg& wave) {
+        return e.compute(wave_of(wave, "KaldiMfcc"));
+      },
       py::arg("wave"), py::call_guard<py::gil_scoped_release>(),
       "wave: [samples] floating point -> [frames, num_ceps] float32.");
 
@@ -289,7 +297,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       m, "MelSpectrogram",
       ("A mel spectrogram equal to torchaudio.transforms.MelSpectrogram (its arguments; the "
        "window is a periodic Hann; norm None is \"none\").\n\ncompute(wave) -> [n_mels, frames] "
-       "float32 (linear power)." + options_doc<MelSpectrogram::Options>())
+       "float32 (linear power)." +
+       options_doc<MelSpectrogram::Options>())
           .c_str());
   bind_options_api(mel_spectrogram);
   mel_spectrogram
@@ -307,7 +316,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       whisper_fe(m, "WhisperFeatureExtractor",
                  ("Whisper's log-mel spectrogram as transformers' WhisperFeatureExtractor "
                   "(preprocessor_config.json's field names).\n\ncompute(wave) -> [feature_size, "
-                  "3000] for 30 s of padding/truncation." + options_doc<WhisperFeatureExtractor::Options>())
+                  "3000] for 30 s of padding/truncation." +
+                  options_doc<WhisperFeatureExtractor::Options>())
                      .c_str());
   bind_options_api(whisper_fe);
   whisper_fe
@@ -332,7 +342,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
              std::shared_ptr<SeamlessM4TFeatureExtractor>>
       seamless_fe(m, "SeamlessM4TFeatureExtractor",
                   ("SeamlessM4T / w2v-BERT 2.0 inputs as transformers' "
-                   "SeamlessM4TFeatureExtractor." + options_doc<SeamlessM4TFeatureExtractor::Options>())
+                   "SeamlessM4TFeatureExtractor." +
+                   options_doc<SeamlessM4TFeatureExtractor::Options>())
                       .c_str());
   bind_options_api(seamless_fe);
   seamless_fe
@@ -375,7 +386,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       m, "Stft",
       ("torch.stft on FFTW (its argument names; window is a name, \"hann\" by default, "
        "periodic like torch.hann_window).\n\ncompute(wave) -> [(batch,) n_freq, frames], "
-       "complex64, or float32 with power=1 (magnitude) / 2 (power)." + options_doc<StftOptions>())
+       "complex64, or float32 with power=1 (magnitude) / 2 (power)." +
+       options_doc<StftOptions>())
           .c_str())
       .def(py::init([](const py::kwargs& kwargs) {
              return std::make_shared<Stft>(options_from<StftOptions>(kwargs));
@@ -405,7 +417,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
   py::class_<InverseStft, std::shared_ptr<InverseStft>>(
       m, "InverseStft",
       ("torch.istft: overlap-add of the inverse transforms divided by the summed squared window. "
-       "Takes Stft's options (power must be None; onesided input only)." + options_doc<StftOptions>())
+       "Takes Stft's options (power must be None; onesided input only)." +
+       options_doc<StftOptions>())
           .c_str())
       .def(py::init([](const py::kwargs& kwargs) {
              return std::make_shared<InverseStft>(options_from<StftOptions>(kwargs));
@@ -447,7 +460,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
   m.def(
       "make_window",
       [](const std::string& window, int length, bool periodic, double blackman_coeff) {
-        return torch::tensor(make_window(parse_window_type(window), length, periodic, blackman_coeff));
+        return torch::tensor(
+            make_window(parse_window_type(window), length, periodic, blackman_coeff));
       },
       py::arg("window"), py::arg("length"), py::arg("periodic") = true,
       py::arg("blackman_coeff") = 0.42,

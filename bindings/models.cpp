@@ -8,12 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "alto/core/checkpoint.h"
 #include "alto/features/feature_extractor.h"
 #include "alto/features/whisper_feature_extractor.h"
-#include "alto/core/checkpoint.h"
-#include "alto/models/whisper/whisper.h"
 #include "alto/models/whisper/decoding.h"
 #include "alto/models/whisper/transcriber.h"
+#include "alto/models/whisper/whisper.h"
 #include "alto/tokenizers/bpe_tokenizer.h"
 #include "bindings/common.h"
 
@@ -71,12 +71,14 @@ class PyWhisper {
     if (it == transcribers_.end()) {
       auto extractor = features::FeatureExtractor::from_pretrained(dir_);
       const auto* whisper = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor.get());
-      ALTO_CHECK(whisper, dir_, "/preprocessor_config.json: expected a WhisperFeatureExtractor, got ",
+      ALTO_CHECK(whisper, dir_,
+                 "/preprocessor_config.json: expected a WhisperFeatureExtractor, got ",
                  extractor->name());
       it = transcribers_
-               .emplace(source, std::make_unique<models::WhisperTranscriber>(
-                                    model_, *whisper, *tokenizers::BpeTokenizer::from_pretrained(source),
-                                    models::WhisperGenerationConfig::from_json(dir_)))
+               .emplace(source,
+                        std::make_unique<models::WhisperTranscriber>(
+                            model_, *whisper, *tokenizers::BpeTokenizer::from_pretrained(source),
+                            models::WhisperGenerationConfig::from_json(dir_)))
                .first;
     }
     return *it->second;
@@ -92,24 +94,15 @@ class PyWhisper {
 
 py::dict config_dict(const models::WhisperConfig& c) {
   py::dict d;
-  d["vocab_size"] = c.vocab_size;
-  d["num_mel_bins"] = c.num_mel_bins;
-  d["d_model"] = c.d_model;
-  d["encoder_layers"] = c.encoder_layers;
-  d["encoder_attention_heads"] = c.encoder_attention_heads;
-  d["encoder_ffn_dim"] = c.encoder_ffn_dim;
-  d["decoder_layers"] = c.decoder_layers;
-  d["decoder_attention_heads"] = c.decoder_attention_heads;
-  d["decoder_ffn_dim"] = c.decoder_ffn_dim;
-  d["max_source_positions"] = c.max_source_positions;
-  d["max_target_positions"] = c.max_target_positions;
-  d["activation_function"] = c.activation_function;
-  d["scale_embedding"] = c.scale_embedding;
-  d["tie_word_embeddings"] = c.tie_word_embeddings;
-  d["pad_token_id"] = c.pad_token_id;
-  d["bos_token_id"] = c.bos_token_id;
-  d["eos_token_id"] = c.eos_token_id;
-  d["decoder_start_token_id"] = c.decoder_start_token_id;
+  for (const auto& [name, value] : models::WhisperConfig::schema().values(c))
+    std::visit(
+        [&, key = name](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)
+            d[py::str(key)] = py::none();
+          else
+            d[py::str(key)] = v;
+        },
+        value);
   return d;
 }
 
@@ -159,16 +152,19 @@ void bind_models(py::module_& top) {
       "The decoder's KV cache for a batch of token rows (Whisper.start makes one; "
       "Whisper.decode(tokens, state=...) appends to it). Rows come in groups of rows_per_audio "
       "sharing one audio window (beam search).")
-      .def_property_readonly("length", [](DecoderState& s) { return s.state.length; },
-                             "Tokens in the self-attention cache.")
-      .def_property_readonly("rows", [](DecoderState& s) { return s.state.rows(); },
-                             "Token rows.")
-      .def_property_readonly("rows_per_audio", [](DecoderState& s) { return s.state.rows_per_audio; },
-                             "Rows per audio window.")
+      .def_property_readonly(
+          "length", [](DecoderState& s) { return s.state.length; },
+          "Tokens in the self-attention cache.")
+      .def_property_readonly(
+          "rows", [](DecoderState& s) { return s.state.rows(); }, "Token rows.")
+      .def_property_readonly(
+          "rows_per_audio", [](DecoderState& s) { return s.state.rows_per_audio; },
+          "Rows per audio window.")
       .def(
           "select_rows",
           [](DecoderState& s, const TensorArg& rows) {
-            const torch::Tensor r = integral(rows.tensor, "WhisperDecoderState.select_rows: rows", 1);
+            const torch::Tensor r =
+                integral(rows.tensor, "WhisperDecoderState.select_rows: rows", 1);
             py::gil_scoped_release release;
             std::lock_guard<std::mutex> lock(s.mutex);
             s.state.select_rows(r);
@@ -176,7 +172,9 @@ void bind_models(py::module_& top) {
           py::arg("rows"),
           "Keeps rows ``rows`` (int [n]) in that order, as beam search reorders hypotheses.");
 
-  py::class_<PyWhisper, std::shared_ptr<PyWhisper>>(m, "Whisper", R"doc(Whisper's encoder and decoder (transformers' WhisperForConditionalGeneration).
+  py::class_<PyWhisper, std::shared_ptr<PyWhisper>>(
+      m, "Whisper",
+      R"doc(Whisper's encoder and decoder (transformers' WhisperForConditionalGeneration).
 
 Loads a Hub checkpoint folder unchanged (config.json + model.safetensors). The model is immutable
 and may be used from several threads at once; the GIL is released while it computes::
@@ -191,10 +189,7 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
       .def_static(
           "from_pretrained",
           [](const std::string& dir, const std::string& device, const std::string& dtype) {
-            alto::LoadOptions options;
-            options.device = alto::parse_device(device);
-            options.dtype = alto::parse_dtype(dtype);
-            options.validate();
+            const auto options = alto::LoadOptions::parse(device, dtype);
             py::gil_scoped_release release;
             return std::make_shared<PyWhisper>(dir, options);
           },
@@ -202,13 +197,15 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
           "Loads ``dir`` (config.json, model.safetensors or a sharded index). device: \"cpu\", "
           "\"cuda\", \"cuda:N\"; dtype: \"float32\", \"float16\", \"bfloat16\". Raises "
           "alto.Error listing every missing, unexpected or mis-shaped tensor.")
-      .def_property_readonly("config", [](const PyWhisper& w) { return config_dict(w.model().config()); },
-                             "config.json's values (transformers' defaults for absent keys).")
+      .def_property_readonly(
+          "config", [](const PyWhisper& w) { return config_dict(w.model().config()); },
+          "config.json's values (transformers' defaults for absent keys).")
       .def_property_readonly(
           "device", [](const PyWhisper& w) { return w.model().load_options().device.str(); },
           "The device the weights live on.")
       .def_property_readonly(
-          "dtype", [](const PyWhisper& w) { return alto::dtype_name(w.model().load_options().dtype); },
+          "dtype",
+          [](const PyWhisper& w) { return alto::dtype_name(w.model().load_options().dtype); },
           "The compute dtype.")
       .def(
           "encode",
@@ -251,9 +248,9 @@ Raises alto.InvalidArgument for a wrong dtype, shape or NaN input.)doc")
           "rows_per_audio token rows per audio.")
       .def(
           "decode",
-          [](const PyWhisper& w, const TensorArg& tokens, std::optional<TensorArg> encoder_hidden_states,
-             std::shared_ptr<DecoderState> state, bool return_intermediates,
-             bool attention_weights) -> py::object {
+          [](const PyWhisper& w, const TensorArg& tokens,
+             std::optional<TensorArg> encoder_hidden_states, std::shared_ptr<DecoderState> state,
+             bool return_intermediates, bool attention_weights) -> py::object {
             const torch::Tensor ids = integral(tokens.tensor, "Whisper.decode: tokens", 2);
             ALTO_CHECK(static_cast<bool>(state) != encoder_hidden_states.has_value(),
                        "Whisper.decode: pass exactly one of encoder_hidden_states (decode the "
@@ -277,7 +274,8 @@ Raises alto.InvalidArgument for a wrong dtype, shape or NaN input.)doc")
                                           return_intermediates ? &intermediates : nullptr);
               } else {
                 WhisperDecoderState fresh = w.model().start(hidden, ids.size(0) / hidden.size(0));
-                logits = w.model().decode(ids, fresh, return_intermediates ? &intermediates : nullptr);
+                logits =
+                    w.model().decode(ids, fresh, return_intermediates ? &intermediates : nullptr);
               }
             }
             if (!return_intermediates) return py::cast(logits);
@@ -316,10 +314,9 @@ return_intermediates=True returns (logits, {name: tensor}) with "model.decoder.e
             const torch::Tensor x = w.checked_features(input_features);
             ALTO_CHECK(x.size(0) == 1, "Whisper.generate: one window at a time, got batch ",
                        x.size(0));
-            const auto options = decoding_options(language, task, timestamps, beam_size, patience,
-                                                  length_penalty, temperature, best_of, seed,
-                                                  max_new_tokens, prompt, suppress_blank,
-                                                  suppress_tokens);
+            const auto options = decoding_options(
+                language, task, timestamps, beam_size, patience, length_penalty, temperature,
+                best_of, seed, max_new_tokens, prompt, suppress_blank, suppress_tokens);
             const models::WhisperDecoder& decoder = w.decoder();
             models::WhisperDecodingResult r;
             {
@@ -358,8 +355,10 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
              bool condition_on_previous_text, const std::string& initial_prompt) {
             torch::Tensor x = floating(wave.tensor, "Whisper.transcribe: wave", 1, 2);
             if (x.dim() == 2) {
-              ALTO_CHECK(x.size(0) == 1, "Whisper.transcribe: expected mono audio [samples], got "
-                         "shape ", x.sizes(), " (load with mono=True)");
+              ALTO_CHECK(x.size(0) == 1,
+                         "Whisper.transcribe: expected mono audio [samples], got "
+                         "shape ",
+                         x.sizes(), " (load with mono=True)");
               x = x[0];
             }
             models::WhisperTranscribeOptions o;
@@ -385,8 +384,9 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
             d["segments"] = segments;
             return d;
           },
-          py::arg("wave"), py::kw_only(), py::arg("tokenizer") = "", py::arg("language") = py::none(),
-          py::arg("task") = "transcribe", py::arg("timestamps") = false, py::arg("beam_size") = 0,
+          py::arg("wave"), py::kw_only(), py::arg("tokenizer") = "",
+          py::arg("language") = py::none(), py::arg("task") = "transcribe",
+          py::arg("timestamps") = false, py::arg("beam_size") = 0,
           py::arg("temperatures") = std::vector<double>{0.0, 0.2, 0.4, 0.6, 0.8, 1.0},
           py::arg("compression_ratio_threshold") = 2.4, py::arg("logprob_threshold") = -1.0,
           py::arg("no_speech_threshold") = 0.6, py::arg("condition_on_previous_text") = true,

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "alto/models/whisper/decoding.h"
@@ -42,7 +43,9 @@ std::vector<int64_t> ids_of(const py::object& ids) {
 void bind_tokenizers(py::module_& top) {
   py::module_ m = submodule(top, "tokenizers", "Text and audio tokenizers.");
 
-  py::class_<BpeTokenizer, std::shared_ptr<BpeTokenizer>> bpe(m, "BpeTokenizer", R"doc(Whisper's text tokenizer: GPT-2 byte-level BPE plus Whisper's special and timestamp tokens.
+  py::class_<BpeTokenizer, std::shared_ptr<BpeTokenizer>> bpe(
+      m, "BpeTokenizer",
+      R"doc(Whisper's text tokenizer: GPT-2 byte-level BPE plus Whisper's special and timestamp tokens.
 
 Encoding and decoding follow transformers' WhisperTokenizer exactly (decode_openai follows
 openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
@@ -59,8 +62,8 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
          py::arg("path"),
          "A folder with tokenizer.json, or vocab.json + merges.txt (+ added_tokens.json), or an "
          "openai .tiktoken file. Raises alto.IoError naming a missing or corrupt file.")
-      .def("encode", &BpeTokenizer::encode, py::arg("text"), py::arg("split_special_tokens") = false,
-           py::call_guard<py::gil_scoped_release>(),
+      .def("encode", &BpeTokenizer::encode, py::arg("text"),
+           py::arg("split_special_tokens") = false, py::call_guard<py::gil_scoped_release>(),
            "Text -> ids (list of int). Added-token text (<|en|>, <|0.00|>) becomes that token "
            "unless split_special_tokens. Raises alto.Error for invalid UTF-8.")
       .def(
@@ -74,7 +77,8 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
             py::gil_scoped_release release;
             return t.decode(list, o);
           },
-          py::arg("ids"), py::arg("skip_special_tokens") = false, py::arg("with_timestamps") = false,
+          py::arg("ids"), py::arg("skip_special_tokens") = false,
+          py::arg("with_timestamps") = false,
           "Ids (list or 1-D integer tensor) -> text as WhisperTokenizer.decode.")
       .def(
           "decode_openai",
@@ -100,25 +104,37 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           py::arg("ids"),
           "Segments between timestamp pairs as WhisperTokenizer.decode(output_offsets=True): "
           "[{\"text\", \"timestamp\": (start, end)}].")
-      .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size, "Every id, added tokens included.")
+      .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size,
+                             "Every id, added tokens included.")
       .def("token_to_id", &BpeTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
       .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"), "The token string of an id.")
-      .def("is_special", &BpeTokenizer::is_special, py::arg("id"), "Whether an id is an added (special) token.")
+      .def("is_special", &BpeTokenizer::is_special, py::arg("id"),
+           "Whether an id is an added (special) token.")
       .def(
           "language_token",
-          [](const BpeTokenizer& t, const std::string& code) { return whisper(t).language_token(code); },
-          py::arg("code"), "The id of a Whisper language token (<|en|>); alto.InvalidArgument for an unknown code.")
-      .def_property_readonly("languages", [](const BpeTokenizer& t) { return whisper(t).languages; },
-                             "Whisper language codes in token order.")
-      .def_property_readonly("eot", [](const BpeTokenizer& t) { return whisper(t).eot; }, "The id of <|endoftext|>.")
-      .def_property_readonly("sot", [](const BpeTokenizer& t) { return whisper(t).sot; }, "The id of <|startoftranscript|>.")
-      .def_property_readonly("transcribe", [](const BpeTokenizer& t) { return whisper(t).transcribe; }, "The id of <|transcribe|>.")
-      .def_property_readonly("translate", [](const BpeTokenizer& t) { return whisper(t).translate; }, "The id of <|translate|>.")
-      .def_property_readonly("start_of_lm", [](const BpeTokenizer& t) { return whisper(t).start_of_lm; }, "The id of <|startoflm|>.")
-      .def_property_readonly("start_of_prev", [](const BpeTokenizer& t) { return whisper(t).start_of_prev; }, "The id of <|startofprev|>.")
-      .def_property_readonly("no_speech", [](const BpeTokenizer& t) { return whisper(t).no_speech; }, "The id of <|nospeech|> (or <|nocaptions|>).")
-      .def_property_readonly("no_timestamps", [](const BpeTokenizer& t) { return whisper(t).no_timestamps; }, "The id of <|notimestamps|>.")
-      .def_property_readonly("timestamp_begin", [](const BpeTokenizer& t) { return whisper(t).timestamp_begin; }, "The id of <|0.00|>, the first timestamp.");
+          [](const BpeTokenizer& t, const std::string& code) {
+            return whisper(t).language_token(code);
+          },
+          py::arg("code"),
+          "The id of a Whisper language token (<|en|>); alto.InvalidArgument for an unknown code.")
+      .def_property_readonly(
+          "languages", [](const BpeTokenizer& t) { return whisper(t).languages; },
+          "Whisper language codes in token order.");
+  // Whisper's special tokens as properties, each the id the Whisper layer finds by name.
+  using Special = models::WhisperSpecialTokens;
+  const std::tuple<const char*, int64_t Special::*, const char*> specials[] = {
+      {"eot", &Special::eot, "The id of <|endoftext|>."},
+      {"sot", &Special::sot, "The id of <|startoftranscript|>."},
+      {"transcribe", &Special::transcribe, "The id of <|transcribe|>."},
+      {"translate", &Special::translate, "The id of <|translate|>."},
+      {"start_of_lm", &Special::start_of_lm, "The id of <|startoflm|>."},
+      {"start_of_prev", &Special::start_of_prev, "The id of <|startofprev|>."},
+      {"no_speech", &Special::no_speech, "The id of <|nospeech|> (or <|nocaptions|>)."},
+      {"no_timestamps", &Special::no_timestamps, "The id of <|notimestamps|>."},
+      {"timestamp_begin", &Special::timestamp_begin, "The id of <|0.00|>, the first timestamp."}};
+  for (const auto& [name, member, doc] : specials)
+    bpe.def_property_readonly(
+        name, [member = member](const BpeTokenizer& t) { return whisper(t).*member; }, doc);
   top.attr("BpeTokenizer") = bpe;
 }
 

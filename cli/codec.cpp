@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "alto/audio/audio_tensor.h"
 #include "alto/audio/load.h"
 #include "alto/audio/save.h"
-#include "alto/audio/audio_tensor.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
@@ -33,15 +33,13 @@ struct CodecArgs {
   bool stream = false;
 
   std::shared_ptr<const AudioTokenizer> load() const {
-    LoadOptions o;
-    o.device = alto::parse_device(device);
-    o.dtype = alto::parse_dtype(dtype);
-    return AudioTokenizer::from_pretrained(model, o);
+    return AudioTokenizer::from_pretrained(model, LoadOptions::parse(device, dtype));
   }
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Samples streamed per step: about 80 ms, a whole number of frames.
@@ -58,8 +56,8 @@ torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
   load.mono = codec.channels() == 1;
   torch::Tensor audio = audio::to_tensor(audio::load_audio(path, load));
   if (audio.size(0) == 1 && codec.channels() > 1) audio = audio.expand({codec.channels(), -1});
-  ALTO_CHECK(audio.size(0) == codec.channels(), path, " has ", audio.size(0),
-             " channels; the ", codec.model_type(), " model takes ", codec.channels());
+  ALTO_CHECK(audio.size(0) == codec.channels(), path, " has ", audio.size(0), " channels; the ",
+             codec.model_type(), " model takes ", codec.channels());
   return audio.unsqueeze(0).contiguous();
 }
 
@@ -136,8 +134,8 @@ void run_decode(const CodecArgs& a) {
     std::vector<torch::Tensor> parts;
     const int64_t step = stream_chunk(*codec) / codec->hop_length();
     for (int64_t offset = 0; offset < frames.size(-1); offset += step)
-      parts.push_back(stream->decode_step(
-          frames.narrow(-1, offset, std::min(step, frames.size(-1) - offset))));
+      parts.push_back(
+          stream->decode_step(frames.narrow(-1, offset, std::min(step, frames.size(-1) - offset))));
     if (torch::Tensor last = stream->decode_flush(); last.defined()) parts.push_back(last);
     audio = torch::cat(parts, 2);
     if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
@@ -151,8 +149,9 @@ void run_decode(const CodecArgs& a) {
                audio.size(0), " (use .safetensors)");
     audio::SaveFormat format;
     format.encoding = audio::SampleEncoding::kFloat32;
-    audio::save_audio(a.output, audio::audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
-               format);
+    audio::save_audio(a.output,
+                      audio::audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
+                      format);
   } else {
     save_safetensors(a.output, {{"audio", audio}},
                      {{"model", a.model},

@@ -169,10 +169,11 @@ void add_features_command(CLI::App& app) {
   }
   for (auto& [flag, text] : help) {
     text += "]";
-    a->option_flags[flag] = cmd->add_option("--" + flag)
-                                ->description(text)
-                                ->expected(0, 1)
-                                ->group("Extractor options ([extractor: default] for each that takes it)");
+    a->option_flags[flag] =
+        cmd->add_option("--" + flag)
+            ->description(text)
+            ->expected(0, 1)
+            ->group("Extractor options ([extractor: default] for each that takes it)");
   }
   cmd->callback([a] { run_features(*a); });
 }

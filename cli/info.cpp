@@ -61,11 +61,13 @@ void print_runtime(bool json) {
 
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "info", "Print container, codec, rate, channels and duration; with no file, the CPU and BLAS");
+      "info",
+      "Print container, codec, rate, channels and duration; with no file, the CPU and BLAS");
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("files", *files, "Audio or video files ('-' is standard input)");
-  cmd->add_flag("--json", *json, "One JSON array with an object per file (one object with no file)");
+  cmd->add_flag("--json", *json,
+                "One JSON array with an object per file (one object with no file)");
   cmd->callback([files, json] {
     if (files->empty()) {
       print_runtime(*json);
@@ -89,8 +91,8 @@ void add_info_command(CLI::App& app) {
     for (const auto& i : infos) {
       std::cout << i.path << ": " << i.container << ", " << i.codec << ", " << i.sample_rate
                 << " Hz, " << i.channels << " channel" << (i.channels == 1 ? "" : "s") << ", "
-                << std::fixed << std::setprecision(3) << i.duration_seconds() << " s ("
-                << i.frames << " frames)\n";
+                << std::fixed << std::setprecision(3) << i.duration_seconds() << " s (" << i.frames
+                << " frames)\n";
     }
   });
 }

@@ -22,7 +22,8 @@ struct TokenizeArgs {
 };
 
 void run_tokenize(const TokenizeArgs& a) {
-  const tokenizers::BpeTokenizer tokenizer = *tokenizers::BpeTokenizer::from_pretrained(a.tokenizer);
+  const tokenizers::BpeTokenizer tokenizer =
+      *tokenizers::BpeTokenizer::from_pretrained(a.tokenizer);
   if (a.decode) {
     std::vector<int64_t> ids;
     for (const std::string& input : a.inputs) {

@@ -3,6 +3,8 @@
 //                 [--json] [--srt|--vtt]
 // alto transcribe --model DIR IN --raw --max-new-tokens N -o OUT.safetensors
 
+#include "alto/models/whisper/whisper.h"
+
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -15,14 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "alto/audio/load.h"
 #include "alto/audio/audio_tensor.h"
+#include "alto/audio/load.h"
 #include "alto/core/error.h"
-#include "alto/core/text.h"
 #include "alto/core/safetensors.h"
+#include "alto/core/text.h"
 #include "alto/features/whisper_feature_extractor.h"
 #include "alto/models/audio_encoder.h"
-#include "alto/models/whisper/whisper.h"
 #include "alto/models/whisper/decoding.h"
 #include "alto/models/whisper/transcriber.h"
 #include "commands.h"
@@ -36,12 +37,7 @@ using models::Whisper;
 struct ModelArgs {
   std::string model, device = "cpu", dtype = "float32";
 
-  alto::LoadOptions load_options() const {
-    LoadOptions o;
-    o.device = alto::parse_device(device);
-    o.dtype = alto::parse_dtype(dtype);
-    return o;
-  }
+  LoadOptions load_options() const { return LoadOptions::parse(device, dtype); }
   void add_to(CLI::App* cmd) {
     cmd->add_option("--model", model, "Whisper checkpoint folder (config.json, model.safetensors)")
         ->required();
@@ -64,8 +60,11 @@ void write_metadata_safetensors(const std::string& path,
                                 const ModelArgs& m, const std::string& input,
                                 const std::string& producer) {
   save_safetensors(path, tensors,
-                   {{"model", m.model}, {"input", input}, {"producer", producer},
-                    {"device", m.device}, {"dtype", m.dtype}});
+                   {{"model", m.model},
+                    {"input", input},
+                    {"producer", producer},
+                    {"device", m.device},
+                    {"dtype", m.dtype}});
 }
 
 struct EmbedArgs {
@@ -135,8 +134,8 @@ std::string clock(double seconds, char decimal, bool always_hours) {
   const int64_t h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, f = ms % 1000;
   char buffer[32];
   if (always_hours || h > 0)
-    std::snprintf(buffer, sizeof buffer, "%02lld:%02lld:%02lld%c%03lld", (long long)h,
-                  (long long)m, (long long)s, decimal, (long long)f);
+    std::snprintf(buffer, sizeof buffer, "%02lld:%02lld:%02lld%c%03lld", (long long)h, (long long)m,
+                  (long long)s, decimal, (long long)f);
   else
     std::snprintf(buffer, sizeof buffer, "%02lld:%02lld%c%03lld", (long long)m, (long long)s,
                   decimal, (long long)f);
@@ -149,13 +148,19 @@ void print_transcript(const TranscribeArgs& a, const std::string& input,
     nlohmann::json segments = nlohmann::json::array();
     for (size_t i = 0; i < t.segments.size(); ++i) {
       const auto& s = t.segments[i];
-      segments.push_back({{"id", i}, {"start", s.start}, {"end", s.end}, {"text", s.text},
-                          {"tokens", s.tokens}, {"temperature", s.temperature},
+      segments.push_back({{"id", i},
+                          {"start", s.start},
+                          {"end", s.end},
+                          {"text", s.text},
+                          {"tokens", s.tokens},
+                          {"temperature", s.temperature},
                           {"avg_logprob", s.avg_logprob},
                           {"compression_ratio", s.compression_ratio},
                           {"no_speech_prob", s.no_speech_prob}});
     }
-    std::cout << nlohmann::json{{"file", input}, {"language", t.language}, {"text", t.text},
+    std::cout << nlohmann::json{{"file", input},
+                                {"language", t.language},
+                                {"text", t.text},
                                 {"segments", segments}}
                      .dump()
               << "\n";
@@ -170,8 +175,8 @@ void print_transcript(const TranscribeArgs& a, const std::string& input,
     }
   } else if (a.timestamps) {
     for (const auto& s : t.segments)
-      std::cout << "[" << clock(s.start, '.', false) << " --> " << clock(s.end, '.', false)
-                << "] " << strip(s.text) << "\n";
+      std::cout << "[" << clock(s.start, '.', false) << " --> " << clock(s.end, '.', false) << "] "
+                << strip(s.text) << "\n";
   } else {
     std::cout << strip(t.text) << "\n";
   }

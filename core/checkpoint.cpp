@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "alto/core/error.h"
@@ -25,6 +26,20 @@ void LoadOptions::validate() const {
 
 std::string LoadOptions::to_string() const {
   return "LoadOptions(device=" + device.str() + ", dtype=" + dtype_name(dtype) + ")";
+}
+
+LoadOptions LoadOptions::parse(const std::string& device, const std::string& dtype) {
+  LoadOptions o;
+  o.device = parse_device(device);
+  o.dtype = parse_dtype(dtype);
+  o.validate();
+  return o;
+}
+
+void require_checkpoint_folder(const std::string& dir, const std::string& caller) {
+  ALTO_CHECK_AS(IoError, std::filesystem::is_directory(dir), caller, ": ", dir,
+                " is not a folder (expected a checkpoint folder with config.json and "
+                "model.safetensors)");
 }
 
 torch::Device parse_device(const std::string& name) {
@@ -85,15 +100,15 @@ torch::Tensor CheckpointBinder::fetch_uncached(const std::string& name) {
     return convert(checkpoint_.tensor(name));
   }
   const std::string suffix = "weight";
-  if (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix))
+  if (name.size() < suffix.size() ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix))
     return {};
   const std::string stem = name.substr(0, name.size() - suffix.size());
   // torch.nn.utils.weight_norm stores weight_g/weight_v; the parametrize API stores
   // parametrizations.weight.original0 (g) and original1 (v). Both mean w = g * v / ||v||.
-  for (const auto& [g_name, v_name] :
-       {std::pair{name + "_g", name + "_v"},
-        std::pair{stem + "parametrizations.weight.original0",
-                  stem + "parametrizations.weight.original1"}}) {
+  for (const auto& [g_name, v_name] : {std::pair{name + "_g", name + "_v"},
+                                       std::pair{stem + "parametrizations.weight.original0",
+                                                 stem + "parametrizations.weight.original1"}}) {
     if (!checkpoint_.contains(g_name) || !checkpoint_.contains(v_name)) continue;
     used_.insert(g_name);
     used_.insert(v_name);
@@ -104,16 +119,16 @@ torch::Tensor CheckpointBinder::fetch_uncached(const std::string& name) {
     int64_t dim = -1;
     for (int64_t d = 0; d < g.dim(); ++d)
       if (g.size(d) != 1) dim = d;
-    ALTO_CHECK(g.dim() == v.dim() || g.numel() == 1, checkpoint_.path(), ": weight norm ",
-               g_name, " has shape ", g.sizes(), ", which does not match ", v_name, " ",
-               v.sizes());
+    ALTO_CHECK(g.dim() == v.dim() || g.numel() == 1, checkpoint_.path(), ": weight norm ", g_name,
+               " has shape ", g.sizes(), ", which does not match ", v_name, " ", v.sizes());
     return convert(at::_weight_norm(v, g, dim));
   }
   return {};
 }
 
 void CheckpointBinder::bind(torch::nn::Module& module, const std::string& prefix) {
-  for (auto& item : module.named_parameters(/*recurse=*/true)) bind(item.value(), prefix + item.key());
+  for (auto& item : module.named_parameters(/*recurse=*/true))
+    bind(item.value(), prefix + item.key());
   for (auto& item : module.named_buffers(/*recurse=*/true)) bind(item.value(), prefix + item.key());
 }
 

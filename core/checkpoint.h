@@ -24,10 +24,17 @@ struct LoadOptions {
   /// bfloat16 where the device computes in it (libtorch's CPU kernels have no float16 GEMM).
   torch::ScalarType dtype = torch::kFloat32;
 
+  /// From the spellings the CLI and Python take ("cpu", "cuda:1"; "float32", "bf16", ...),
+  /// validated.
+  static LoadOptions parse(const std::string& device, const std::string& dtype);
   /// Throws alto::Unsupported for a dtype or device this libtorch cannot run.
   void validate() const;
   std::string to_string() const;
 };
+
+/// Throws alto::IoError naming `caller` unless `dir` is a folder (a Hub checkpoint folder:
+/// config.json and model.safetensors or its index).
+void require_checkpoint_folder(const std::string& dir, const std::string& caller);
 
 /// "cpu", "cuda", "cuda:1" (as torch.device spells them); errors name the value.
 torch::Device parse_device(const std::string& name);

@@ -30,6 +30,10 @@ using OptionValues = std::map<std::string, OptionValue>;
 /// How a value of a field is spelled; a value is converted to the field's kind when set.
 enum class OptionKind { kBool, kInt, kFloat, kString, kChoice };
 
+/// A check of a field's own value that OptionSchema::check applies (cross-field rules stay in
+/// the struct's validate()).
+enum class OptionRule { kAny, kPositive };
+
 /// What every consumer needs to know of a field without knowing its struct.
 struct OptionField {
   std::string name;
@@ -85,8 +89,9 @@ class OptionSchema {
   /// A bool, integer, floating-point or string member (or std::optional of one).
   template <typename T>
   OptionSchema& field(const char* name, T Options::*member, const char* help,
-                      std::vector<std::string> aliases = {}) {
+                      std::vector<std::string> aliases = {}, OptionRule rule = OptionRule::kAny) {
     Entry e;
+    e.rule = rule;
     e.field.name = name;
     e.field.help = help;
     e.field.aliases = std::move(aliases);
@@ -127,16 +132,37 @@ class OptionSchema {
   /// The fields of another schema whose struct is a base of Options (Kaldi MFCC on fbank), but
   /// those named in `except` (fields the derived struct fixes).
   template <typename Base>
-  OptionSchema& include(const OptionSchema<Base>& base, const std::vector<std::string>& except = {}) {
+  OptionSchema& include(const OptionSchema<Base>& base,
+                        const std::vector<std::string>& except = {}) {
     static_assert(std::is_base_of_v<Base, Options>);
     for (const auto& b : base.entries_)
       if (std::find(except.begin(), except.end(), b.field.name) == except.end())
-        entries_.push_back({b.field, [get = b.get](const Options& o) { return get(o); },
-                          [set = b.set](Options& o, const OptionValue& v) { set(o, v); }});
+        entries_.push_back({b.field, b.rule, [get = b.get](const Options& o) { return get(o); },
+                            [set = b.set](Options& o, const OptionValue& v) { set(o, v); }});
     return *this;
   }
 
+  /// A field that must be > 0 (a size, a count, a rate).
+  template <typename T>
+  OptionSchema& positive(const char* name, T Options::*member, const char* help) {
+    return field(name, member, help, {}, OptionRule::kPositive);
+  }
+
   const std::string& type() const { return type_; }
+
+  /// Applies each field's rule; alto::InvalidArgument naming the first field that breaks it.
+  void check(const Options& o) const {
+    for (const auto& e : entries_) {
+      if (e.rule != OptionRule::kPositive) continue;
+      const OptionValue v = e.get(o);
+      const double value = std::holds_alternative<int64_t>(v)  ? std::get<int64_t>(v)
+                           : std::holds_alternative<double>(v) ? std::get<double>(v)
+                                                               : 1.0;
+      if (!(value > 0))
+        throw InvalidArgument(type_ + "." + e.field.name + " must be positive, got " +
+                              format_option_value(v));
+    }
+  }
   std::vector<OptionField> fields() const {
     const Options defaults{};
     std::vector<OptionField> out;
@@ -170,6 +196,7 @@ class OptionSchema {
 
   struct Entry {
     OptionField field;
+    OptionRule rule = OptionRule::kAny;
     std::function<OptionValue(const Options&)> get;
     std::function<void(Options&, const OptionValue&)> set;
   };
@@ -195,9 +222,12 @@ class OptionSchema {
 
   template <typename V>
   static constexpr OptionKind kind_of() {
-    if constexpr (std::is_same_v<V, bool>) return OptionKind::kBool;
-    else if constexpr (std::is_integral_v<V>) return OptionKind::kInt;
-    else if constexpr (std::is_floating_point_v<V>) return OptionKind::kFloat;
+    if constexpr (std::is_same_v<V, bool>)
+      return OptionKind::kBool;
+    else if constexpr (std::is_integral_v<V>)
+      return OptionKind::kInt;
+    else if constexpr (std::is_floating_point_v<V>)
+      return OptionKind::kFloat;
     else {
       static_assert(std::is_same_v<V, std::string>, "unsupported option type");
       return OptionKind::kString;
@@ -238,20 +268,25 @@ class OptionSchema {
     } else if constexpr (std::is_integral_v<T>) {
       // transformers writes some integers as floats (16000.0): integral values are accepted.
       int64_t i = 0;
-      if (const int64_t* p = std::get_if<int64_t>(&v)) i = *p;
-      else if (const double* d = std::get_if<double>(&v); d && std::floor(*d) == *d &&
-                                                          std::fabs(*d) < 9.2e18)
+      if (const int64_t* p = std::get_if<int64_t>(&v))
+        i = *p;
+      else if (const double* d = std::get_if<double>(&v);
+               d && std::floor(*d) == *d && std::fabs(*d) < 9.2e18)
         i = static_cast<int64_t>(*d);
-      else wrong(where, "an integer", v);
+      else
+        wrong(where, "an integer", v);
       if constexpr (std::is_unsigned_v<T>) {
         if (i < 0) wrong(where, "an integer >= 0", v);
       }
       if (static_cast<int64_t>(static_cast<T>(i)) != i) wrong(where, "an integer in range", v);
       out = static_cast<T>(i);
     } else {
-      if (const double* d = std::get_if<double>(&v)) out = static_cast<T>(*d);
-      else if (const int64_t* p = std::get_if<int64_t>(&v)) out = static_cast<T>(*p);
-      else wrong(where, "a number", v);
+      if (const double* d = std::get_if<double>(&v))
+        out = static_cast<T>(*d);
+      else if (const int64_t* p = std::get_if<int64_t>(&v))
+        out = static_cast<T>(*p);
+      else
+        wrong(where, "a number", v);
     }
   }
 

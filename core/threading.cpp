@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
+#include "alto/core/internal/blas.h"
 
 namespace alto {
 namespace {

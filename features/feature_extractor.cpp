@@ -19,9 +19,7 @@ PaddingOptions::Strategy PaddingOptions::parse_strategy(const std::string& name)
                         "' (expected longest, max_length or do_not_pad)");
 }
 
-std::string FeatureExtractor::to_string() const {
-  return format_options(name(), option_list());
-}
+std::string FeatureExtractor::to_string() const { return format_options(name(), option_list()); }
 
 BatchFeature FeatureExtractor::compute_one(const torch::Tensor& clip,
                                            const PaddingOptions& padding) const {

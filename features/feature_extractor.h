@@ -128,7 +128,6 @@ PaddedBatch pad_sequences(const std::vector<torch::Tensor>& sequences,
 /// Runs fn(i) for every clip, spread over alto's threads (inner per-frame work then runs serially).
 void for_each_clip(size_t count, const std::function<void(size_t)>& fn);
 
-
 }  // namespace detail
 
 }  // namespace alto::features

@@ -219,7 +219,9 @@ BatchFeature batch_frame_features(std::vector<torch::Tensor> features,
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "kaldi-fbank", extractor_entry<KaldiFbank>("kaldi-fbank", "", "Kaldi filterbank (torchaudio.compliance.kaldi.fbank)"));
+    "kaldi-fbank",
+    extractor_entry<KaldiFbank>("kaldi-fbank", "",
+                                "Kaldi filterbank (torchaudio.compliance.kaldi.fbank)"));
 }  // namespace
 
 }  // namespace alto::features

@@ -16,10 +16,11 @@ void KaldiMfccOptions::validate() const {
 
 const OptionSchema<KaldiMfccOptions>& KaldiMfccOptions::schema() {
   using O = KaldiMfccOptions;
-  static const auto schema = OptionSchema<O>("KaldiMfccOptions")
-                                 .include(KaldiFbankOptions::schema(), {"use_log_fbank", "use_power"})
-                                 .field("num_ceps", &O::num_ceps, "Cepstra")
-                                 .field("cepstral_lifter", &O::cepstral_lifter, "Lifter (0: none)");
+  static const auto schema =
+      OptionSchema<O>("KaldiMfccOptions")
+          .include(KaldiFbankOptions::schema(), {"use_log_fbank", "use_power"})
+          .field("num_ceps", &O::num_ceps, "Cepstra")
+          .field("cepstral_lifter", &O::cepstral_lifter, "Lifter (0: none)");
   return schema;
 }
 
@@ -105,7 +106,8 @@ BatchFeature KaldiMfcc::compute_batch(const std::vector<torch::Tensor>& clips,
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "kaldi-mfcc", extractor_entry<KaldiMfcc>("kaldi-mfcc", "", "Kaldi MFCC (torchaudio.compliance.kaldi.mfcc)"));
+    "kaldi-mfcc",
+    extractor_entry<KaldiMfcc>("kaldi-mfcc", "", "Kaldi MFCC (torchaudio.compliance.kaldi.mfcc)"));
 }  // namespace
 
 }  // namespace alto::features

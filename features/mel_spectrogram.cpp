@@ -134,7 +134,9 @@ BatchFeature MelSpectrogram::compute_batch(const std::vector<torch::Tensor>& cli
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "mel", extractor_entry<MelSpectrogram>("mel", "", "Mel spectrogram (torchaudio.transforms.MelSpectrogram)"));
+    "mel",
+    extractor_entry<MelSpectrogram>("mel", "",
+                                    "Mel spectrogram (torchaudio.transforms.MelSpectrogram)"));
 }  // namespace
 
 }  // namespace alto::features

@@ -99,7 +99,9 @@ BatchFeature SeamlessM4TFeatureExtractor::compute_batch(const std::vector<torch:
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "seamless-m4t", extractor_entry<SeamlessM4TFeatureExtractor>("seamless-m4t", "SeamlessM4TFeatureExtractor", "SeamlessM4T / w2v-BERT 2.0 input features"));
+    "seamless-m4t",
+    extractor_entry<SeamlessM4TFeatureExtractor>("seamless-m4t", "SeamlessM4TFeatureExtractor",
+                                                 "SeamlessM4T / w2v-BERT 2.0 input features"));
 }  // namespace
 
 }  // namespace alto::features

@@ -77,7 +77,9 @@ BatchFeature Wav2Vec2FeatureExtractor::compute_batch(const std::vector<torch::Te
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "wav2vec2", extractor_entry<Wav2Vec2FeatureExtractor>("wav2vec2", "Wav2Vec2FeatureExtractor", "Wav2Vec2 / HuBERT / WavLM input values"));
+    "wav2vec2",
+    extractor_entry<Wav2Vec2FeatureExtractor>("wav2vec2", "Wav2Vec2FeatureExtractor",
+                                              "Wav2Vec2 / HuBERT / WavLM input values"));
 }  // namespace
 
 }  // namespace alto::features

@@ -30,8 +30,7 @@ const OptionSchema<WhisperFeatureExtractorOptions>& WhisperFeatureExtractorOptio
   using O = WhisperFeatureExtractorOptions;
   static const auto schema =
       OptionSchema<O>("WhisperFeatureExtractorOptions")
-          .field("feature_size", &O::feature_size, "Mel bins (80, or 128 for large-v3)",
-                 {"n-mels"})
+          .field("feature_size", &O::feature_size, "Mel bins (80, or 128 for large-v3)", {"n-mels"})
           .field("sampling_rate", &O::sampling_rate, "Sample rate in Hz", {"sample-rate"})
           .field("hop_length", &O::hop_length, "Hop in samples")
           .field("chunk_length", &O::chunk_length, "Seconds clips are padded or cut to")
@@ -181,7 +180,8 @@ BatchFeature WhisperFeatureExtractor::compute_batch(const std::vector<torch::Ten
 
 namespace {
 const Registration<FeatureExtractorEntry> kRegistration(
-    "whisper", extractor_entry<WhisperFeatureExtractor>("whisper", "WhisperFeatureExtractor", "Whisper's log-mel spectrogram"));
+    "whisper", extractor_entry<WhisperFeatureExtractor>("whisper", "WhisperFeatureExtractor",
+                                                        "Whisper's log-mel spectrogram"));
 }  // namespace
 
 }  // namespace alto::features

@@ -14,8 +14,7 @@ const Registry<AudioEncoderEntry>& audio_encoders() {
 std::shared_ptr<const AudioEncoder> AudioEncoder::from_pretrained(const std::string& dir,
                                                                   const LoadOptions& options) {
   namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "AudioEncoder::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json)");
+  require_checkpoint_folder(dir, "AudioEncoder::from_pretrained");
   const detail::JsonConfig config =
       detail::JsonConfig::load((fs::path(dir) / "config.json").string());
   config.require("model_type");

@@ -9,8 +9,8 @@
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
 #include "alto/models/blocks/basic.h"
-#include "alto/models/internal/conv.h"
 #include "alto/models/blocks/rvq.h"
+#include "alto/models/internal/conv.h"
 
 namespace alto::models {
 
@@ -257,32 +257,34 @@ TORCH_MODULE(DacModel);
 // ---------------------------------------------------------------------------------------------
 // Configs
 
+const OptionSchema<DacConfig>& DacConfig::schema() {
+  using C = DacConfig;
+  static const auto schema =
+      OptionSchema<C>("DacConfig")
+          .positive("encoder_hidden_size", &C::encoder_hidden_size, "Encoder base channels")
+          .positive("hidden_size", &C::hidden_size, "Latent width")
+          .positive("decoder_hidden_size", &C::decoder_hidden_size, "Decoder base channels")
+          .positive("n_codebooks", &C::n_codebooks, "Codebooks")
+          .positive("codebook_size", &C::codebook_size, "Codewords per codebook")
+          .positive("codebook_dim", &C::codebook_dim, "Codeword width")
+          .positive("sampling_rate", &C::sampling_rate, "Sample rate in Hz");
+  return schema;
+}
+
 DacConfig DacConfig::from_json(const std::string& path) {
   const detail::JsonConfig json = detail::JsonConfig::load_model_config(path, "dac", "a DAC");
   DacConfig c;
-  json.read("encoder_hidden_size", c.encoder_hidden_size);
   json.read("downsampling_ratios", c.downsampling_ratios);
-  json.read("decoder_hidden_size", c.decoder_hidden_size);
-  json.read("n_codebooks", c.n_codebooks);
-  json.read("codebook_size", c.codebook_size);
-  json.read("codebook_dim", c.codebook_dim);
-  json.read("sampling_rate", c.sampling_rate);
+  // Absent keys derive from the strides, as transformers' DacConfig does.
   c.upsampling_ratios.assign(c.downsampling_ratios.rbegin(), c.downsampling_ratios.rend());
   json.read("upsampling_ratios", c.upsampling_ratios);
+  c.encoder_hidden_size = json.read(schema()).encoder_hidden_size;
   c.hidden_size = c.encoder_hidden_size << c.downsampling_ratios.size();
-  json.read("hidden_size", c.hidden_size);
-  return json.validated(c);
+  return json.validated(json.read(schema(), c));
 }
 
 void DacConfig::validate() const {
-  for (const auto& [name, value] : {std::pair{"encoder_hidden_size", encoder_hidden_size},
-                                    {"hidden_size", hidden_size},
-                                    {"decoder_hidden_size", decoder_hidden_size},
-                                    {"n_codebooks", n_codebooks},
-                                    {"codebook_size", codebook_size},
-                                    {"codebook_dim", codebook_dim},
-                                    {"sampling_rate", sampling_rate}})
-    ALTO_CHECK(value > 0, "DacConfig.", name, " must be positive, got ", value);
+  schema().check(*this);
   ALTO_CHECK(!downsampling_ratios.empty() && downsampling_ratios.size() < 16,
              "DacConfig.downsampling_ratios must list 1 to 15 strides, got ",
              join(downsampling_ratios));
@@ -382,9 +384,7 @@ struct Dac::Impl {
 std::shared_ptr<const Dac> Dac::from_pretrained(const std::string& dir,
                                                 const LoadOptions& options) {
   namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "Dac::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json and "
-                "model.safetensors)");
+  require_checkpoint_folder(dir, "Dac::from_pretrained");
   const DacConfig config = DacConfig::from_json(dir);  // its errors come first
   const fs::path preprocessor = fs::path(dir) / "preprocessor_config.json";
   DacFeatureExtractorOptions features;
@@ -519,9 +519,10 @@ torch::Tensor Dac::decode(const tokenizers::AudioCodes& codes) const {
 
 namespace {
 const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
-    "dac", {"Descript Audio Codec (transformers' DacModel)", [](const std::string& dir, const LoadOptions& options) {
-             return Dac::from_pretrained(dir, options);
-           }});
+    "dac", {"Descript Audio Codec (transformers' DacModel)",
+            [](const std::string& dir, const LoadOptions& options) {
+              return Dac::from_pretrained(dir, options);
+            }});
 }  // namespace
 
 }  // namespace alto::models

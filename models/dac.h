@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/safetensors.h"
 #include "alto/core/checkpoint.h"
+#include "alto/core/options.h"
+#include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 
 namespace alto::models {
@@ -36,6 +37,8 @@ struct DacConfig {
   /// or corrupt file, alto::InvalidArgument naming the file and field for a bad value, and
   /// alto::Unsupported for a model_type other than "dac".
   static DacConfig from_json(const std::string& path);
+  /// config.json's scalar keys, each declared once (core/options.h).
+  static const OptionSchema<DacConfig>& schema();
   void validate() const;
   std::string to_string() const;
 

@@ -33,6 +33,34 @@ std::string list(const std::vector<double>& values) {
 
 // ---------------------------------------------------------------------------------------------
 
+const OptionSchema<EncodecConfig>& EncodecConfig::schema() {
+  using C = EncodecConfig;
+  static const auto schema =
+      OptionSchema<C>("EncodecConfig")
+          .field("sampling_rate", &C::sampling_rate, "Sample rate in Hz")
+          .field("audio_channels", &C::audio_channels, "Channels")
+          .field("normalize", &C::normalize, "Normalise each chunk by its scale")
+          .field("chunk_length_s", &C::chunk_length_s, "Seconds per chunk (None: one chunk)")
+          .field("overlap", &C::overlap, "Chunk overlap fraction")
+          .field("hidden_size", &C::hidden_size, "SEANet latent width")
+          .field("num_filters", &C::num_filters, "SEANet base channels")
+          .field("num_residual_layers", &C::num_residual_layers, "Residual units per stage")
+          .field("norm_type", &C::norm_type, "Convolution normalisation")
+          .field("kernel_size", &C::kernel_size, "First convolution kernel")
+          .field("last_kernel_size", &C::last_kernel_size, "Last convolution kernel")
+          .field("residual_kernel_size", &C::residual_kernel_size, "Residual kernel")
+          .field("dilation_growth_rate", &C::dilation_growth_rate, "Dilation growth")
+          .field("use_causal_conv", &C::use_causal_conv, "Causal convolutions")
+          .field("pad_mode", &C::pad_mode, "Padding mode")
+          .field("compress", &C::compress, "Residual compression")
+          .field("num_lstm_layers", &C::num_lstm_layers, "LSTM layers")
+          .field("trim_right_ratio", &C::trim_right_ratio, "Transposed-conv trim")
+          .field("codebook_size", &C::codebook_size, "Codewords per codebook")
+          .field("codebook_dim", &C::codebook_dim, "Codeword width (None: hidden_size)")
+          .field("use_conv_shortcut", &C::use_conv_shortcut, "Convolutional shortcut");
+  return schema;
+}
+
 EncodecConfig EncodecConfig::from_json(const std::string& path) {
   const detail::JsonConfig json =
       detail::JsonConfig::load_model_config(path, "encodec", "an EnCodec");
@@ -45,28 +73,8 @@ EncodecConfig EncodecConfig::from_json(const std::string& path) {
       c.target_bandwidths.push_back(item.get<double>());
     }
   }
-  json.read("sampling_rate", c.sampling_rate);
-  json.read("audio_channels", c.audio_channels);
-  json.read("normalize", c.normalize);
-  json.read("chunk_length_s", c.chunk_length_s);
-  json.read("overlap", c.overlap);
-  json.read("hidden_size", c.hidden_size);
-  json.read("num_filters", c.num_filters);
-  json.read("num_residual_layers", c.num_residual_layers);
   json.read("upsampling_ratios", c.upsampling_ratios);
-  json.read("norm_type", c.norm_type);
-  json.read("kernel_size", c.kernel_size);
-  json.read("last_kernel_size", c.last_kernel_size);
-  json.read("residual_kernel_size", c.residual_kernel_size);
-  json.read("dilation_growth_rate", c.dilation_growth_rate);
-  json.read("use_causal_conv", c.use_causal_conv);
-  json.read("pad_mode", c.pad_mode);
-  json.read("compress", c.compress);
-  json.read("num_lstm_layers", c.num_lstm_layers);
-  json.read("trim_right_ratio", c.trim_right_ratio);
-  json.read("codebook_size", c.codebook_size);
-  json.read("codebook_dim", c.codebook_dim);
-  json.read("use_conv_shortcut", c.use_conv_shortcut);
+  c = json.read(schema(), c);
   return json.validated(c);
 }
 
@@ -241,10 +249,7 @@ torch::Tensor Encodec::Impl::encode_chunk(torch::Tensor chunk, const torch::Tens
 
 std::shared_ptr<const Encodec> Encodec::from_pretrained(const std::string& dir,
                                                         const LoadOptions& options) {
-  namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "Encodec::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json and "
-                "model.safetensors)");
+  require_checkpoint_folder(dir, "Encodec::from_pretrained");
   const EncodecConfig config = EncodecConfig::from_json(dir);
   return std::make_shared<const Encodec>(config, SafetensorsCheckpoint(dir), options);
 }
@@ -482,9 +487,10 @@ std::unique_ptr<tokenizers::AudioTokenizerStream> Encodec::stream(const AudioEnc
 
 namespace {
 const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
-    "encodec", {"EnCodec (transformers' EncodecModel)", [](const std::string& dir, const LoadOptions& options) {
-             return Encodec::from_pretrained(dir, options);
-           }});
+    "encodec", {"EnCodec (transformers' EncodecModel)",
+                [](const std::string& dir, const LoadOptions& options) {
+                  return Encodec::from_pretrained(dir, options);
+                }});
 }  // namespace
 
 }  // namespace alto::models

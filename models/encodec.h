@@ -22,8 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/safetensors.h"
 #include "alto/core/checkpoint.h"
+#include "alto/core/options.h"
+#include "alto/core/safetensors.h"
 #include "alto/models/blocks/intermediates.h"
 #include "alto/models/blocks/seanet.h"
 #include "alto/tokenizers/audio_tokenizer.h"
@@ -61,6 +62,8 @@ struct EncodecConfig {
   /// or corrupt file, alto::InvalidArgument naming the file and field for a bad value, and
   /// alto::Unsupported for a model_type other than "encodec".
   static EncodecConfig from_json(const std::string& path);
+  /// config.json's scalar keys, each declared once (core/options.h).
+  static const OptionSchema<EncodecConfig>& schema();
   void validate() const;
   std::string to_string() const;
 

@@ -8,8 +8,8 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/models/blocks/seanet.h"
 #include "alto/models/blocks/rvq.h"
+#include "alto/models/blocks/seanet.h"
 
 namespace alto::models {
 
@@ -95,8 +95,8 @@ class MimiModelImpl : public torch::nn::Module {
         decoder_transformer(register_module("decoder_transformer",
                                             StreamingTransformer(c.transformer_options(), o))),
         decoder(register_module("decoder", blocks::SeanetDecoder(seanet_options(c), o))),
-        quantizer(register_module(
-            "quantizer", blocks::SplitResidualVectorQuantizer(quantizer_options(c), o))) {}
+        quantizer(register_module("quantizer",
+                                  blocks::SplitResidualVectorQuantizer(quantizer_options(c), o))) {}
 
   blocks::SeanetEncoder encoder;
   StreamingTransformer encoder_transformer;
@@ -125,69 +125,55 @@ std::string shape_of(const torch::Tensor& t) {
 
 }  // namespace
 
+const OptionSchema<MimiConfig>& MimiConfig::schema() {
+  using C = MimiConfig;
+  static const auto schema =
+      OptionSchema<C>("MimiConfig")
+          .positive("sampling_rate", &C::sampling_rate, "Sample rate in Hz")
+          .field("frame_rate", &C::frame_rate, "Code frames per second")
+          .positive("audio_channels", &C::audio_channels, "Channels")
+          .positive("hidden_size", &C::hidden_size, "SEANet latent width")
+          .positive("num_filters", &C::num_filters, "SEANet base channels")
+          .positive("num_residual_layers", &C::num_residual_layers, "Residual units per stage")
+          .positive("kernel_size", &C::kernel_size, "First convolution kernel")
+          .positive("last_kernel_size", &C::last_kernel_size, "Last convolution kernel")
+          .positive("residual_kernel_size", &C::residual_kernel_size, "Residual kernel")
+          .positive("dilation_growth_rate", &C::dilation_growth_rate, "Dilation growth")
+          .field("use_causal_conv", &C::use_causal_conv, "Causal convolutions")
+          .field("pad_mode", &C::pad_mode, "Padding mode")
+          .positive("compress", &C::compress, "Residual compression")
+          .field("trim_right_ratio", &C::trim_right_ratio, "Transposed-conv trim")
+          .positive("codebook_size", &C::codebook_size, "Codewords per codebook")
+          .positive("codebook_dim", &C::codebook_dim, "Codeword width")
+          .positive("num_quantizers", &C::num_quantizers, "Codebooks")
+          .field("use_conv_shortcut", &C::use_conv_shortcut, "Convolutional shortcut")
+          .positive("vector_quantization_hidden_dimension",
+                    &C::vector_quantization_hidden_dimension, "Quantizer width")
+          .field("num_semantic_quantizers", &C::num_semantic_quantizers, "Semantic codebooks")
+          .positive("upsample_groups", &C::upsample_groups, "Upsample groups")
+          .positive("num_hidden_layers", &C::num_hidden_layers, "Transformer layers")
+          .positive("intermediate_size", &C::intermediate_size, "Transformer MLP width")
+          .positive("num_attention_heads", &C::num_attention_heads, "Attention heads")
+          .positive("num_key_value_heads", &C::num_key_value_heads, "Key/value heads")
+          .field("head_dim", &C::head_dim, "Head width (0: hidden / heads)")
+          .field("hidden_act", &C::hidden_act, "MLP activation")
+          .positive("max_position_embeddings", &C::max_position_embeddings, "Positions")
+          .field("norm_eps", &C::norm_eps, "LayerNorm epsilon")
+          .field("rope_theta", &C::rope_theta, "RoPE base")
+          .positive("sliding_window", &C::sliding_window, "Attention window")
+          .field("attention_bias", &C::attention_bias, "Attention biases");
+  return schema;
+}
+
 MimiConfig MimiConfig::from_json(const std::string& path) {
   const detail::JsonConfig json = detail::JsonConfig::load_model_config(path, "mimi", "a Mimi");
-  MimiConfig c;
-  json.read("sampling_rate", c.sampling_rate);
-  json.read("frame_rate", c.frame_rate);
-  json.read("audio_channels", c.audio_channels);
-  json.read("hidden_size", c.hidden_size);
-  json.read("num_filters", c.num_filters);
-  json.read("num_residual_layers", c.num_residual_layers);
+  MimiConfig c = json.read(schema());
   json.read("upsampling_ratios", c.upsampling_ratios);
-  json.read("kernel_size", c.kernel_size);
-  json.read("last_kernel_size", c.last_kernel_size);
-  json.read("residual_kernel_size", c.residual_kernel_size);
-  json.read("dilation_growth_rate", c.dilation_growth_rate);
-  json.read("use_causal_conv", c.use_causal_conv);
-  json.read("pad_mode", c.pad_mode);
-  json.read("compress", c.compress);
-  json.read("trim_right_ratio", c.trim_right_ratio);
-  json.read("codebook_size", c.codebook_size);
-  json.read("codebook_dim", c.codebook_dim);
-  json.read("num_quantizers", c.num_quantizers);
-  json.read("use_conv_shortcut", c.use_conv_shortcut);
-  json.read("vector_quantization_hidden_dimension", c.vector_quantization_hidden_dimension);
-  json.read("num_semantic_quantizers", c.num_semantic_quantizers);
-  json.read("upsample_groups", c.upsample_groups);
-  json.read("num_hidden_layers", c.num_hidden_layers);
-  json.read("intermediate_size", c.intermediate_size);
-  json.read("num_attention_heads", c.num_attention_heads);
-  json.read("num_key_value_heads", c.num_key_value_heads);
-  json.read("head_dim", c.head_dim);
-  json.read("hidden_act", c.hidden_act);
-  json.read("max_position_embeddings", c.max_position_embeddings);
-  json.read("norm_eps", c.norm_eps);
-  json.read("rope_theta", c.rope_theta);
-  json.read("sliding_window", c.sliding_window);
-  json.read("attention_bias", c.attention_bias);
   return json.validated(c);
 }
 
 void MimiConfig::validate() const {
-  for (const auto& [name, value] :
-       {std::pair{"sampling_rate", sampling_rate},
-        {"audio_channels", audio_channels},
-        {"hidden_size", hidden_size},
-        {"num_filters", num_filters},
-        {"num_residual_layers", num_residual_layers},
-        {"kernel_size", kernel_size},
-        {"last_kernel_size", last_kernel_size},
-        {"residual_kernel_size", residual_kernel_size},
-        {"dilation_growth_rate", dilation_growth_rate},
-        {"compress", compress},
-        {"codebook_size", codebook_size},
-        {"codebook_dim", codebook_dim},
-        {"num_quantizers", num_quantizers},
-        {"vector_quantization_hidden_dimension", vector_quantization_hidden_dimension},
-        {"upsample_groups", upsample_groups},
-        {"num_hidden_layers", num_hidden_layers},
-        {"intermediate_size", intermediate_size},
-        {"num_attention_heads", num_attention_heads},
-        {"num_key_value_heads", num_key_value_heads},
-        {"max_position_embeddings", max_position_embeddings},
-        {"sliding_window", sliding_window}})
-    ALTO_CHECK(value > 0, "MimiConfig.", name, " must be positive, got ", value);
+  schema().check(*this);
   ALTO_CHECK(audio_channels <= 2, "MimiConfig.audio_channels must be 1 or 2, got ", audio_channels);
   ALTO_CHECK(!upsampling_ratios.empty(), "MimiConfig.upsampling_ratios must not be empty");
   for (int64_t ratio : upsampling_ratios)
@@ -335,10 +321,7 @@ torch::Tensor Mimi::Impl::decode(const torch::Tensor& codes, Intermediates* out)
 
 std::shared_ptr<const Mimi> Mimi::from_pretrained(const std::string& dir,
                                                   const LoadOptions& options) {
-  namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "Mimi::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json and "
-                "model.safetensors)");
+  require_checkpoint_folder(dir, "Mimi::from_pretrained");
   const MimiConfig config = MimiConfig::from_json(dir);  // its errors come first
   return std::make_shared<const Mimi>(config, SafetensorsCheckpoint(dir), options);
 }
@@ -394,7 +377,7 @@ torch::Tensor Mimi::decode(const AudioCodes& codes) const { return decode(codes,
 
 torch::Tensor Mimi::decode(const AudioCodes& codes, Intermediates* intermediates) const {
   blocks::check_codes(codes.codes, impl_->config.num_quantizers, impl_->config.codebook_size,
-                          "Mimi::decode: codes");
+                      "Mimi::decode: codes");
   ALTO_CHECK(codes.codes.size(2) > 0, "Mimi::decode: codes must hold at least one frame, got ",
              shape_of(codes.codes));
   ALTO_CHECK(codes.num_samples >= 0, "Mimi::decode: num_samples must be >= 0, got ",
@@ -487,8 +470,7 @@ class MimiStream final : public tokenizers::AudioTokenizerStream {
 
   torch::Tensor do_decode_step(const torch::Tensor& codes) override {
     const MimiConfig& c = impl_->config;
-    blocks::check_codes(codes, c.num_quantizers, c.codebook_size,
-                            "MimiStream::decode_step: codes");
+    blocks::check_codes(codes, c.num_quantizers, c.codebook_size, "MimiStream::decode_step: codes");
     ALTO_CHECK(codes.size(0) == batch_, "MimiStream::decode_step: codes must be [", batch_,
                ", K, frames] (the stream's batch), got ", shape_of(codes));
     const MimiModelImpl& m = *impl_->model;
@@ -525,9 +507,10 @@ std::unique_ptr<tokenizers::AudioTokenizerStream> Mimi::stream(
 
 namespace {
 const Registration<tokenizers::AudioTokenizerEntry> kRegistration(
-    "mimi", {"Mimi, Moshi's and CSM's codec (transformers' MimiModel)", [](const std::string& dir, const LoadOptions& options) {
-             return Mimi::from_pretrained(dir, options);
-           }});
+    "mimi", {"Mimi, Moshi's and CSM's codec (transformers' MimiModel)",
+             [](const std::string& dir, const LoadOptions& options) {
+               return Mimi::from_pretrained(dir, options);
+             }});
 }  // namespace
 
 }  // namespace alto::models

@@ -14,8 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/safetensors.h"
 #include "alto/core/checkpoint.h"
+#include "alto/core/options.h"
+#include "alto/core/safetensors.h"
 #include "alto/models/blocks/intermediates.h"
 #include "alto/models/blocks/streaming_transformer.h"
 #include "alto/tokenizers/audio_tokenizer.h"
@@ -64,6 +65,8 @@ struct MimiConfig {
   /// or corrupt file, alto::InvalidArgument naming the file and field for a bad value, and
   /// alto::Unsupported for a model_type other than "mimi".
   static MimiConfig from_json(const std::string& path);
+  /// config.json's scalar keys, each declared once (core/options.h).
+  static const OptionSchema<MimiConfig>& schema();
   void validate() const;
   std::string to_string() const;
 

@@ -12,7 +12,9 @@
 
 namespace alto::test {
 
-std::string data_path(const std::string& name) { return std::string(ALTO_TEST_DATA_DIR) + "/" + name; }
+std::string data_path(const std::string& name) {
+  return std::string(ALTO_TEST_DATA_DIR) + "/" + name;
+}
 
 std::string temp_path(const std::string& name) {
   static const std::filesystem::path dir = [] {
@@ -31,14 +33,17 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
-audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels) {
+audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames,
+                  int channels) {
   audio::Audio a(channels, frames, sample_rate);
   for (int c = 0; c < channels; ++c)
     for (int64_t i = 0; i < frames; ++i)
-      a.channel(c)[i] = static_cast<float>(amplitude * std::sin(2 * M_PI * frequency * i / sample_rate));
+      a.channel(c)[i] =
+          static_cast<float>(amplitude * std::sin(2 * M_PI * frequency * i / sample_rate));
   return a;
 }
 
@@ -56,7 +61,11 @@ SineFit fit_sine(const audio::Audio& audio, double frequency, int64_t begin, int
   const float* x = audio.channel(0);
   for (int64_t n = begin; n < end; ++n) {
     double s = std::sin(w * n), c = std::cos(w * n);
-    ss += s * s; cc += c * c; sc += s * c; xs += x[n] * s; xc += x[n] * c;
+    ss += s * s;
+    cc += c * c;
+    sc += s * c;
+    xs += x[n] * s;
+    xc += x[n] * c;
   }
   const double det = ss * cc - sc * sc;
   const double a = (xs * cc - xc * sc) / det, b = (xc * ss - xs * sc) / det;

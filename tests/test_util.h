@@ -16,7 +16,8 @@ std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
 /// amplitude * sin(2 pi f n / rate) in every channel.
-audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames, int channels);
+audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames,
+                  int channels);
 /// Deterministic white noise on the int16 grid (k / 32768).
 audio::Audio grid_noise(int sample_rate, int64_t frames, int channels, uint32_t seed);
 
@@ -31,7 +32,6 @@ SineFit fit_sine(const audio::Audio& audio, double frequency, int64_t begin, int
 /// A RIFF/WAVE file: `format_tag` 1 (PCM) or 3 (float), little-endian interleaved `data`.
 /// `declared_data_bytes` < 0 declares the true size.
 std::vector<uint8_t> make_wav(int format_tag, int bits, int channels, int sample_rate,
-                              const std::vector<uint8_t>& data,
-                              int64_t declared_data_bytes = -1);
+                              const std::vector<uint8_t>& data, int64_t declared_data_bytes = -1);
 
 }  // namespace alto::test

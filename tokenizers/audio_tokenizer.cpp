@@ -49,12 +49,10 @@ const Registry<AudioTokenizerEntry>& audio_tokenizers() {
   return Registry<AudioTokenizerEntry>::instance();
 }
 
-std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(
-    const std::string& dir, const LoadOptions& options) {
+std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(const std::string& dir,
+                                                                      const LoadOptions& options) {
   namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "AudioTokenizer::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json and "
-                "model.safetensors)");
+  require_checkpoint_folder(dir, "AudioTokenizer::from_pretrained");
   const std::string file = (fs::path(dir) / "config.json").string();
   const detail::JsonConfig json = detail::JsonConfig::load(file);
   json.require("model_type");

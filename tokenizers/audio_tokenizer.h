@@ -47,8 +47,8 @@ class AudioTokenizer {
   /// `dir` holds config.json and model.safetensors (a preprocessor_config.json is optional).
   /// The codec registered for config.json's model_type loads it; alto::Unsupported naming the
   /// model_type and the known ones for an architecture alto lacks.
-  static std::shared_ptr<const AudioTokenizer> from_pretrained(
-      const std::string& dir, const LoadOptions& options = {});
+  static std::shared_ptr<const AudioTokenizer> from_pretrained(const std::string& dir,
+                                                               const LoadOptions& options = {});
 
   /// config.json's model_type: "encodec", "mimi", "dac".
   virtual std::string model_type() const = 0;

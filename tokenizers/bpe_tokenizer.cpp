@@ -17,12 +17,12 @@ namespace alto::tokenizers {
 
 const std::vector<std::string>& whisper_language_codes() {
   static const std::vector<std::string> codes = {
-      "en", "zh", "de", "es", "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
-      "it", "id", "hi", "fi", "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
-      "th", "ur", "hr", "bg", "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
-      "az", "sl", "kn", "et", "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
-      "gl", "mr", "pa", "si", "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
-      "am", "yi", "lo", "uz", "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
+      "en", "zh", "de", "es",  "ru", "ko", "fr", "ja", "pt", "tr", "pl", "ca", "nl", "ar", "sv",
+      "it", "id", "hi", "fi",  "vi", "he", "uk", "el", "ms", "cs", "ro", "da", "hu", "ta", "no",
+      "th", "ur", "hr", "bg",  "lt", "la", "mi", "ml", "cy", "sk", "te", "fa", "lv", "bn", "sr",
+      "az", "sl", "kn", "et",  "mk", "br", "eu", "is", "hy", "ne", "mn", "bs", "kk", "sq", "sw",
+      "gl", "mr", "pa", "si",  "km", "sn", "yo", "so", "af", "oc", "ka", "be", "tg", "sd", "gu",
+      "am", "yi", "lo", "uz",  "fo", "ht", "ps", "tk", "nn", "mt", "sa", "lb", "my", "bo", "tl",
       "mg", "as", "tt", "haw", "ln", "ha", "ba", "jw", "su", "yue"};
   return codes;
 }
@@ -227,9 +227,9 @@ struct BpeTokenizer::Impl {
   static std::shared_ptr<Impl> load_tiktoken(const fs::path& path);
 
   std::string source;
-  std::vector<std::string> bytes_of;   // id -> bytes (added tokens: their UTF-8 text)
-  std::vector<std::string> token_of;   // id -> vocab.json spelling or added-token content
-  std::vector<bool> added, special;    // by id
+  std::vector<std::string> bytes_of;  // id -> bytes (added tokens: their UTF-8 text)
+  std::vector<std::string> token_of;  // id -> vocab.json spelling or added-token content
+  std::vector<bool> added, special;   // by id
   std::unordered_map<std::string, int64_t> id_of_bytes;  // byte-level tokens
   std::unordered_map<std::string, int64_t> id_of_token;  // every token string
   // Merge priority: by (left, right) pair for merge lists, by the joined bytes for ranks.
@@ -355,7 +355,8 @@ struct BpeTokenizer::Impl {
       if (cps[i] == '\'') {
         for (const char* suffix : {"s", "t", "re", "ve", "m", "ll", "d"}) {
           size_t k = 0;
-          while (suffix[k] && i + 1 + k < n && cps[i + 1 + k] == static_cast<char32_t>(suffix[k])) ++k;
+          while (suffix[k] && i + 1 + k < n && cps[i + 1 + k] == static_cast<char32_t>(suffix[k]))
+            ++k;
           if (!suffix[k]) {
             end = i + 1 + k;
             break;
@@ -364,15 +365,19 @@ struct BpeTokenizer::Impl {
       }
       if (end == i) {
         const size_t after_space = cps[i] == ' ' && i + 1 < n ? i + 1 : i;
-        for (auto in_class : {+[](char32_t c) { return is_letter(c); },
-                              +[](char32_t c) { return is_number(c); }}) {
+        for (auto in_class :
+             {+[](char32_t c) { return is_letter(c); }, +[](char32_t c) { return is_number(c); }}) {
           if (end > i) break;
-          if (in_class(cps[i])) end = run(i, in_class);
-          else if (after_space > i && in_class(cps[after_space])) end = run(after_space, in_class);
+          if (in_class(cps[i]))
+            end = run(i, in_class);
+          else if (after_space > i && in_class(cps[after_space]))
+            end = run(after_space, in_class);
         }
         if (end == i) {
-          if (other(cps[i])) end = run(i, other);
-          else if (after_space > i && other(cps[after_space])) end = run(after_space, other);
+          if (other(cps[i]))
+            end = run(i, other);
+          else if (after_space > i && other(cps[after_space]))
+            end = run(after_space, other);
         }
       }
       if (end == i) {  // whitespace: a run not followed by text, or all but its last character
@@ -406,7 +411,8 @@ struct BpeTokenizer::Impl {
     auto prev = id_of_token.find("<|startofprev|>");
     auto sot = id_of_token.find("<|startoftranscript|>");
     if (prev == id_of_token.end() || ids.front() != prev->second) return ids;
-    auto start = sot == id_of_token.end() ? ids.end() : std::find(ids.begin(), ids.end(), sot->second);
+    auto start =
+        sot == id_of_token.end() ? ids.end() : std::find(ids.begin(), ids.end(), sot->second);
     return std::vector<int64_t>(start, ids.end());
   }
 
@@ -585,8 +591,9 @@ std::shared_ptr<const BpeTokenizer> BpeTokenizer::from_pretrained(const std::str
     else if (fs::exists(p / "vocab.json"))
       impl = Impl::load_vocab_merges(p);
     else
-      throw IoError(path + ": no tokenizer here (expected tokenizer.json, or vocab.json and "
-                           "merges.txt, or a .tiktoken file)");
+      throw IoError(path +
+                    ": no tokenizer here (expected tokenizer.json, or vocab.json and "
+                    "merges.txt, or a .tiktoken file)");
   } else {
     ALTO_CHECK_AS(IoError, fs::exists(p), "cannot open ", path);
     if (p.extension() == ".json")

@@ -34,8 +34,7 @@ class Decoder {
 
 /// Opens `source` with libsndfile when it reads the format well, else with FFmpeg.
 /// Throws alto::IoError naming the source when neither can decode it.
-std::unique_ptr<Decoder> open_decoder(const Source& source,
-                                      const std::optional<RawPcmFormat>& raw);
+std::unique_ptr<Decoder> open_decoder(const Source& source, const std::optional<RawPcmFormat>& raw);
 
 std::unique_ptr<Decoder> open_sndfile_decoder(const Source& source);  // null if not for sndfile
 std::unique_ptr<Decoder> open_ffmpeg_decoder(const Source& source,

@@ -37,7 +37,7 @@ struct MemoryInput {
   static int64_t seek(void* self, int64_t offset, int whence) {
     auto* m = static_cast<MemoryInput*>(self);
     if (whence == AVSEEK_SIZE) return m->size;
-    int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR ? m->pos
+    int64_t base = (whence & ~AVSEEK_FORCE) == SEEK_CUR   ? m->pos
                    : (whence & ~AVSEEK_FORCE) == SEEK_END ? m->size
                                                           : 0;
     if (base + offset < 0 || base + offset > m->size) return AVERROR(EINVAL);
@@ -60,8 +60,9 @@ class FfmpegDecoder final : public Decoder {
     if (!format_->pb || !(format_->pb->seekable & AVIO_SEEKABLE_NORMAL)) return false;
     const AVRational sample_tb{1, info_.sample_rate};
     int64_t preroll = static_cast<int64_t>(kSeekPrerollSeconds * info_.sample_rate);
-    int64_t target = av_rescale_q(std::max<int64_t>(0, frame - preroll), sample_tb,
-                                  stream_->time_base) + start_pts_;
+    int64_t target =
+        av_rescale_q(std::max<int64_t>(0, frame - preroll), sample_tb, stream_->time_base) +
+        start_pts_;
     if (avformat_seek_file(format_.get(), stream_->index, INT64_MIN, target, target, 0) < 0)
       return false;
     avcodec_flush_buffers(codec_.get());
@@ -90,8 +91,8 @@ class FfmpegDecoder final : public Decoder {
     ALTO_CHECK_AS(Error, raw_ctx != nullptr, "out of memory opening ", name_);
     std::string url = source.name == "-" ? "pipe:0" : source.name;
     if (source.in_memory()) {
-      memory_ = std::make_unique<MemoryInput>(MemoryInput{source.data,
-                                                          static_cast<int64_t>(source.size)});
+      memory_ = std::make_unique<MemoryInput>(
+          MemoryInput{source.data, static_cast<int64_t>(source.size)});
       auto* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferSize));
       io_.reset(avio_alloc_context(buffer, kIoBufferSize, 0, memory_.get(), MemoryInput::read,
                                    nullptr, MemoryInput::seek));
@@ -105,8 +106,10 @@ class FfmpegDecoder final : public Decoder {
     if (raw) {
       input_format = av_find_input_format(raw->sample_format.c_str());
       if (!input_format) avformat_free_context(raw_ctx);
-      ALTO_CHECK(input_format != nullptr, "DecodeOptions.raw.sample_format: FFmpeg has no raw "
-                 "format \"", raw->sample_format, "\" (try s16le, s24le, s32le, f32le, f64le, u8)");
+      ALTO_CHECK(input_format != nullptr,
+                 "DecodeOptions.raw.sample_format: FFmpeg has no raw "
+                 "format \"",
+                 raw->sample_format, "\" (try s16le, s24le, s32le, f32le, f64le, u8)");
       AVChannelLayout layout;
       av_channel_layout_default(&layout, raw->channels);
       char layout_name[64] = {0};
@@ -120,11 +123,11 @@ class FfmpegDecoder final : public Decoder {
     ALTO_CHECK_AS(IoError, rc >= 0, name_, ": not a readable audio file (", av_error_text(rc), ")");
     format_.reset(raw_ctx);
     rc = avformat_find_stream_info(format_.get(), nullptr);
-    ALTO_CHECK_AS(IoError, rc >= 0, name_, ": cannot read stream information (",
-                  av_error_text(rc), ")");
+    ALTO_CHECK_AS(IoError, rc >= 0, name_, ": cannot read stream information (", av_error_text(rc),
+                  ")");
     int index = av_find_best_stream(format_.get(), AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
-    ALTO_CHECK_AS(IoError, index >= 0, name_, ": no audio stream (",
-                  format_->iformat->name, " container)");
+    ALTO_CHECK_AS(IoError, index >= 0, name_, ": no audio stream (", format_->iformat->name,
+                  " container)");
     stream_ = format_->streams[index];
     start_pts_ = stream_->start_time == AV_NOPTS_VALUE ? 0 : stream_->start_time;
   }
@@ -178,8 +181,8 @@ class FfmpegDecoder final : public Decoder {
         rc = avcodec_send_packet(codec_.get(), packet_.get());
         av_packet_unref(packet_.get());
         ALTO_CHECK_AS(IoError, rc >= 0 || rc == AVERROR(EAGAIN), name_, ": corrupt ",
-                      codec_->codec->name, " data at ", seconds_at(pts), " s (",
-                      av_error_text(rc), ")");
+                      codec_->codec->name, " data at ", seconds_at(pts), " s (", av_error_text(rc),
+                      ")");
       }
     }
     while (true) {
@@ -197,27 +200,26 @@ class FfmpegDecoder final : public Decoder {
   }
 
   void convert_frame() {
-    ALTO_CHECK_AS(Unsupported,
-                  frame_->sample_rate == info_.sample_rate &&
-                      frame_->ch_layout.nb_channels == info_.channels,
-                  name_, ": the stream changes from ", info_.sample_rate, " Hz, ", info_.channels,
-                  " channels to ", frame_->sample_rate, " Hz, ", frame_->ch_layout.nb_channels,
-                  " channels mid-stream");
+    ALTO_CHECK_AS(
+        Unsupported,
+        frame_->sample_rate == info_.sample_rate && frame_->ch_layout.nb_channels == info_.channels,
+        name_, ": the stream changes from ", info_.sample_rate, " Hz, ", info_.channels,
+        " channels to ", frame_->sample_rate, " Hz, ", frame_->ch_layout.nb_channels,
+        " channels mid-stream");
     if (!converter_) {
       SwrContext* swr = nullptr;
-      int rc = swr_alloc_set_opts2(&swr, &frame_->ch_layout, AV_SAMPLE_FMT_FLTP,
-                                   frame_->sample_rate, &frame_->ch_layout,
-                                   static_cast<AVSampleFormat>(frame_->format),
-                                   frame_->sample_rate, 0, nullptr);
+      int rc = swr_alloc_set_opts2(
+          &swr, &frame_->ch_layout, AV_SAMPLE_FMT_FLTP, frame_->sample_rate, &frame_->ch_layout,
+          static_cast<AVSampleFormat>(frame_->format), frame_->sample_rate, 0, nullptr);
       converter_.reset(swr);
-      ALTO_CHECK_AS(Error, rc >= 0 && swr_init(swr) >= 0, name_,
-                    ": cannot convert sample format ",
+      ALTO_CHECK_AS(Error, rc >= 0 && swr_init(swr) >= 0, name_, ": cannot convert sample format ",
                     av_get_sample_fmt_name(static_cast<AVSampleFormat>(frame_->format)));
     }
     const int n = frame_->nb_samples;
     Audio block(info_.channels, n, info_.sample_rate);
     std::vector<uint8_t*> planes(info_.channels);
-    for (int c = 0; c < info_.channels; ++c) planes[c] = reinterpret_cast<uint8_t*>(block.channel(c));
+    for (int c = 0; c < info_.channels; ++c)
+      planes[c] = reinterpret_cast<uint8_t*>(block.channel(c));
     int got = swr_convert(converter_.get(), planes.data(), n,
                           const_cast<const uint8_t**>(frame_->extended_data), n);
     ALTO_CHECK_AS(Error, got == n, name_, ": sample format conversion failed");

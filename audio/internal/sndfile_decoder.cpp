@@ -46,13 +46,20 @@ struct MemoryReader {
 const char* container_name(int format) {
   switch (format & SF_FORMAT_TYPEMASK) {
     case SF_FORMAT_WAV:
-    case SF_FORMAT_WAVEX: return "wav";
-    case SF_FORMAT_RF64: return "rf64";
-    case SF_FORMAT_W64: return "w64";
-    case SF_FORMAT_FLAC: return "flac";
-    case SF_FORMAT_OGG: return "ogg";
-    case SF_FORMAT_AIFF: return "aiff";
-    default: return nullptr;  // left to FFmpeg
+    case SF_FORMAT_WAVEX:
+      return "wav";
+    case SF_FORMAT_RF64:
+      return "rf64";
+    case SF_FORMAT_W64:
+      return "w64";
+    case SF_FORMAT_FLAC:
+      return "flac";
+    case SF_FORMAT_OGG:
+      return "ogg";
+    case SF_FORMAT_AIFF:
+      return "aiff";
+    default:
+      return nullptr;  // left to FFmpeg
   }
 }
 
@@ -61,18 +68,30 @@ std::string codec_name(int format) {
   const bool big_endian = (format & SF_FORMAT_TYPEMASK) == SF_FORMAT_AIFF;
   const char* e = big_endian ? "be" : "le";
   switch (format & SF_FORMAT_SUBMASK) {
-    case SF_FORMAT_PCM_U8: return "pcm_u8";
-    case SF_FORMAT_PCM_S8: return "pcm_s8";
-    case SF_FORMAT_PCM_16: return std::string("pcm_s16") + e;
-    case SF_FORMAT_PCM_24: return std::string("pcm_s24") + e;
-    case SF_FORMAT_PCM_32: return std::string("pcm_s32") + e;
-    case SF_FORMAT_FLOAT: return std::string("pcm_f32") + e;
-    case SF_FORMAT_DOUBLE: return std::string("pcm_f64") + e;
-    case SF_FORMAT_ULAW: return "pcm_mulaw";
-    case SF_FORMAT_ALAW: return "pcm_alaw";
-    case SF_FORMAT_VORBIS: return "vorbis";
-    case SF_FORMAT_OPUS: return "opus";
-    default: return "";
+    case SF_FORMAT_PCM_U8:
+      return "pcm_u8";
+    case SF_FORMAT_PCM_S8:
+      return "pcm_s8";
+    case SF_FORMAT_PCM_16:
+      return std::string("pcm_s16") + e;
+    case SF_FORMAT_PCM_24:
+      return std::string("pcm_s24") + e;
+    case SF_FORMAT_PCM_32:
+      return std::string("pcm_s32") + e;
+    case SF_FORMAT_FLOAT:
+      return std::string("pcm_f32") + e;
+    case SF_FORMAT_DOUBLE:
+      return std::string("pcm_f64") + e;
+    case SF_FORMAT_ULAW:
+      return "pcm_mulaw";
+    case SF_FORMAT_ALAW:
+      return "pcm_alaw";
+    case SF_FORMAT_VORBIS:
+      return "vorbis";
+    case SF_FORMAT_OPUS:
+      return "opus";
+    default:
+      return "";
   }
 }
 
@@ -109,8 +128,8 @@ class SndfileDecoder final : public Decoder {
       ALTO_CHECK_AS(IoError, err == SF_ERR_NO_ERROR, source_.name, ": decoding failed at frame ",
                     position_, ": ", sf_error_number(err));
       ALTO_CHECK_AS(IoError, info_.frames < 0 || position_ >= info_.frames, source_.name,
-                    ": truncated: the header declares ", info_.frames,
-                    " frames, the file holds ", position_);
+                    ": truncated: the header declares ", info_.frames, " frames, the file holds ",
+                    position_);
       return false;
     }
     block = Audio(channels, got, info_.sample_rate);

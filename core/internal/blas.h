@@ -17,8 +17,6 @@
 
 namespace alto {
 
-
-
 /// The vector level an OpenBLAS core name needs ("avx512", "avx2", "avx", "sse"), case-insensitive;
 /// "" for a name alto does not know.
 std::string openblas_core_level(const std::string& core);
@@ -37,8 +35,6 @@ struct BlasChoice {
 /// other value is reported and changes nothing).
 BlasChoice choose_blas_core(const std::string& current_core, const CpuInfo& cpu,
                             const char* openblas_coretype, const char* alto_blas_coretype);
-
-
 
 /// Applies choose_blas_core() to the process as it is now and returns the result; libalto runs it
 /// when it loads. Call it again after something else changed the core. Like any core switch it must

@@ -48,8 +48,8 @@ class JsonConfig {
     JsonConfig config = load(file);
     std::string found = model_type;
     config.read("model_type", found);
-    ALTO_CHECK_AS(Unsupported, model_type.empty() || found == model_type, file, ": model_type '", found, "' is not ",
-                  architecture, " model (expected \"", model_type, "\")");
+    ALTO_CHECK_AS(Unsupported, model_type.empty() || found == model_type, file, ": model_type '",
+                  found, "' is not ", architecture, " model (expected \"", model_type, "\")");
     return config;
   }
 
@@ -83,6 +83,20 @@ class JsonConfig {
     return config;
   }
 
+  /// `out` with every present, non-null key of `schema`'s fields set from this config; a value
+  /// of the wrong kind is an error naming the file and the key.
+  template <typename T>
+  T read(const OptionSchema<T>& schema, T out = T{}) const {
+    for (const auto& [name, value] : option_values(schema.fields())) {
+      try {
+        schema.set(out, {{name, value}});
+      } catch (const Error& e) {
+        throw InvalidArgument(path_ + ": field '" + prefix_ + name + "': " + e.what());
+      }
+    }
+    return out;
+  }
+
   /// The values of the present, non-null keys among `fields`, for an OptionSchema. A value of a
   /// kind JSON cannot give a field (an object, a list) is an error naming the key.
   OptionValues option_values(const std::vector<OptionField>& fields) const {
@@ -90,11 +104,16 @@ class JsonConfig {
     for (const auto& field : fields) {
       const nlohmann::json* v = find(field.name.c_str());
       if (!v) continue;
-      if (v->is_boolean()) values[field.name] = v->get<bool>();
-      else if (v->is_number_integer()) values[field.name] = v->get<int64_t>();
-      else if (v->is_number()) values[field.name] = v->get<double>();
-      else if (v->is_string()) values[field.name] = v->get<std::string>();
-      else bad(field.name.c_str(), "a boolean, number or string");
+      if (v->is_boolean())
+        values[field.name] = v->get<bool>();
+      else if (v->is_number_integer())
+        values[field.name] = v->get<int64_t>();
+      else if (v->is_number())
+        values[field.name] = v->get<double>();
+      else if (v->is_string())
+        values[field.name] = v->get<std::string>();
+      else
+        bad(field.name.c_str(), "a boolean, number or string");
     }
     return values;
   }

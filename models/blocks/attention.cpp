@@ -25,13 +25,14 @@ torch::Tensor attention_mask(int64_t queries, int64_t keys, int64_t query_offset
     ALTO_CHECK(key_padding.dim() == 2 && key_padding.size(1) == keys,
                "attention_mask: key_padding must be [batch, ", keys, "], got ",
                key_padding.sizes());
-    visible = visible.logical_and(key_padding.to(device).to(torch::kBool).unsqueeze(1).unsqueeze(1));
+    visible =
+        visible.logical_and(key_padding.to(device).to(torch::kBool).unsqueeze(1).unsqueeze(1));
     // A query with no visible key (left padding) attends everywhere instead of producing NaN.
     const torch::Tensor empty_row = visible.logical_not().all(-1, /*keepdim=*/true);
     visible = visible.logical_or(empty_row);
   }
-  const double lowest = dtype == torch::kFloat64 ? std::numeric_limits<double>::lowest()
-                        : dtype == torch::kFloat16 ? -65504.0
+  const double lowest = dtype == torch::kFloat64    ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16  ? -65504.0
                         : dtype == torch::kBFloat16 ? -3.3895313892515355e38
                                                     : std::numeric_limits<float>::lowest();
   return torch::zeros(visible.sizes(), torch::TensorOptions().dtype(dtype).device(device))
@@ -84,8 +85,8 @@ std::pair<torch::Tensor, torch::Tensor> KVCache::append(const torch::Tensor& k,
 
 void SelfAttentionOptions::validate() const {
   ALTO_CHECK(hidden_size > 0 && num_attention_heads > 0 && num_key_value_heads > 0 && head_dim > 0,
-             "SelfAttentionOptions: hidden_size, heads and head_dim must be > 0, got ",
-             hidden_size, ", ", num_attention_heads, ", ", num_key_value_heads, ", ", head_dim);
+             "SelfAttentionOptions: hidden_size, heads and head_dim must be > 0, got ", hidden_size,
+             ", ", num_attention_heads, ", ", num_key_value_heads, ", ", head_dim);
   ALTO_CHECK(num_attention_heads % num_key_value_heads == 0,
              "num_key_value_heads must divide num_attention_heads, got ", num_attention_heads,
              " and ", num_key_value_heads);
@@ -100,8 +101,8 @@ SelfAttentionImpl::SelfAttentionImpl(const SelfAttentionOptions& o,
   q_proj = register_module("q_proj", Linear(o.hidden_size, q_width, o.qkv_bias, tensor_options));
   k_proj = register_module("k_proj", Linear(o.hidden_size, kv_width, o.qkv_bias, tensor_options));
   v_proj = register_module("v_proj", Linear(o.hidden_size, kv_width, o.qkv_bias, tensor_options));
-  output_proj = register_module(o.output_name,
-                                Linear(q_width, o.hidden_size, o.output_bias, tensor_options));
+  output_proj =
+      register_module(o.output_name, Linear(q_width, o.hidden_size, o.output_bias, tensor_options));
 }
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
@@ -109,8 +110,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmb
                                          const torch::Tensor& mask, KVCache* cache,
                                          torch::Tensor* weights) const {
   const SelfAttentionOptions& o = options_;
-  ALTO_CHECK(x.dim() == 3 && x.size(2) == o.hidden_size,
-             "SelfAttention: x must be [batch, T, ", o.hidden_size, "], got ", x.sizes());
+  ALTO_CHECK(x.dim() == 3 && x.size(2) == o.hidden_size, "SelfAttention: x must be [batch, T, ",
+             o.hidden_size, "], got ", x.sizes());
   const int64_t batch = x.size(0), time = x.size(1);
   auto heads = [&](const torch::Tensor& t, int64_t n) {
     return t.view({batch, time, n, o.head_dim}).transpose(1, 2);
@@ -119,9 +120,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmb
   torch::Tensor k = rope.apply(heads(k_proj->forward(x), o.num_key_value_heads), cos, sin);
   torch::Tensor v = heads(v_proj->forward(x), o.num_key_value_heads);
   if (cache) std::tie(k, v) = cache->append(k, v);
-  const torch::Tensor attended =
-      scaled_dot_product_attention(q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(o.head_dim)),
-                                   weights);
+  const torch::Tensor attended = scaled_dot_product_attention(
+      q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(o.head_dim)), weights);
   return output_proj->forward(attended.transpose(1, 2).reshape({batch, time, -1}));
 }
 

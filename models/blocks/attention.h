@@ -78,7 +78,8 @@ struct SelfAttentionOptions {
 /// q_proj, k_proj, v_proj and the output projection under the checkpoint's names.
 class SelfAttentionImpl : public torch::nn::Module {
  public:
-  SelfAttentionImpl(const SelfAttentionOptions& options, const torch::TensorOptions& tensor_options);
+  SelfAttentionImpl(const SelfAttentionOptions& options,
+                    const torch::TensorOptions& tensor_options);
 
   /// x: [batch, T, hidden_size]; cos/sin from RotaryEmbedding::cos_sin for the T positions
   /// ([T, D] or [batch, T, D]); mask additive [batch or 1, 1, T, keys]; with `cache`, the keys

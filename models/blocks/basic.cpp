@@ -8,7 +8,8 @@
 namespace alto::models::blocks {
 
 torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::string& name,
-                                      torch::IntArrayRef shape, const torch::TensorOptions& options) {
+                                      torch::IntArrayRef shape,
+                                      const torch::TensorOptions& options) {
   return module.register_parameter(name, torch::empty(shape, options), /*requires_grad=*/false);
 }
 
@@ -27,14 +28,14 @@ Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& optio
                  c.in_channels % c.groups == 0,
              "Conv1dOptions: bad channels/kernel/groups (", c.in_channels, ", ", c.out_channels,
              ", ", c.kernel_size, ", ", c.groups, ")");
-  weight = uninitialised_parameter(*this, "weight", {c.out_channels, c.in_channels / c.groups, c.kernel_size},
-                         options);
+  weight = uninitialised_parameter(
+      *this, "weight", {c.out_channels, c.in_channels / c.groups, c.kernel_size}, options);
   if (c.bias) bias = uninitialised_parameter(*this, "bias", {c.out_channels}, options);
 }
 
 torch::Tensor Conv1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
   return kernels::conv1d(x, weight, bias, conv.stride, conv.padding, conv.dilation, conv.groups,
-                        before);
+                         before);
 }
 
 ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
@@ -46,8 +47,8 @@ ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& c,
              "ConvTranspose1dOptions: bad channels/kernel/stride/padding/groups (", c.in_channels,
              ", ", c.out_channels, ", ", c.kernel_size, ", ", c.stride, ", ", c.padding, ", ",
              c.groups, ")");
-  weight = uninitialised_parameter(*this, "weight", {c.in_channels, c.out_channels / c.groups, c.kernel_size},
-                         options);
+  weight = uninitialised_parameter(
+      *this, "weight", {c.in_channels, c.out_channels / c.groups, c.kernel_size}, options);
   if (c.bias) bias = uninitialised_parameter(*this, "bias", {c.out_channels}, options);
 }
 

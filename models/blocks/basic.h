@@ -21,7 +21,8 @@ using Pointwise = std::function<torch::Tensor(const torch::Tensor&)>;
 /// A parameter of `module` named `name`, allocated but not initialised: every value comes from a
 /// checkpoint.
 torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::string& name,
-                                      torch::IntArrayRef shape, const torch::TensorOptions& options);
+                                      torch::IntArrayRef shape,
+                                      const torch::TensorOptions& options);
 
 /// y = x W^T + b (torch.nn.Linear): weight [out, in], bias [out].
 class LinearImpl : public torch::nn::Module {
@@ -71,7 +72,6 @@ class ConvTranspose1dImpl : public torch::nn::Module {
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(ConvTranspose1d);
-
 
 /// torch.nn.Embedding: weight [num_embeddings, dim].
 class EmbeddingImpl : public torch::nn::Module {

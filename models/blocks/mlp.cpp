@@ -17,9 +17,11 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) const {
 GatedMlpImpl::GatedMlpImpl(int64_t hidden_size, int64_t intermediate_size, bool bias,
                            Activation act, const torch::TensorOptions& options)
     : activation(act),
-      gate_proj(register_module("gate_proj", Linear(hidden_size, intermediate_size, bias, options))),
+      gate_proj(
+          register_module("gate_proj", Linear(hidden_size, intermediate_size, bias, options))),
       up_proj(register_module("up_proj", Linear(hidden_size, intermediate_size, bias, options))),
-      down_proj(register_module("down_proj", Linear(intermediate_size, hidden_size, bias, options))) {}
+      down_proj(
+          register_module("down_proj", Linear(intermediate_size, hidden_size, bias, options))) {}
 
 torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) const {
   return down_proj->forward(activate(gate_proj->forward(x), activation) * up_proj->forward(x));

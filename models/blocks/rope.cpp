@@ -15,8 +15,8 @@ const OptionSchema<RopeScaling>& RopeScaling::schema() {
           .field("factor", &RopeScaling::factor, "Scaling factor")
           .field("low_freq_factor", &RopeScaling::low_freq_factor, "llama3: low band")
           .field("high_freq_factor", &RopeScaling::high_freq_factor, "llama3: high band")
-          .field("original_max_position_embeddings",
-                 &RopeScaling::original_max_position_embeddings, "llama3: trained context");
+          .field("original_max_position_embeddings", &RopeScaling::original_max_position_embeddings,
+                 "llama3: trained context");
   return schema;
 }
 
@@ -37,8 +37,8 @@ void RopeScaling::validate() const {
 }
 
 void RotaryEmbeddingOptions::validate() const {
-  ALTO_CHECK(head_dim > 0 && head_dim % 2 == 0, "RotaryEmbeddingOptions.head_dim must be even and > 0, got ",
-             head_dim);
+  ALTO_CHECK(head_dim > 0 && head_dim % 2 == 0,
+             "RotaryEmbeddingOptions.head_dim must be even and > 0, got ", head_dim);
   ALTO_CHECK(rope_theta > 0, "RotaryEmbeddingOptions.rope_theta must be > 0, got ", rope_theta);
   rope_scaling.validate();
 }
@@ -50,7 +50,8 @@ namespace {
 torch::Tensor scaled_inv_freq(const RotaryEmbeddingOptions& o) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat32);
   const torch::Tensor exponents =
-      torch::arange(0, o.head_dim, 2, torch::TensorOptions().dtype(torch::kInt64)).to(torch::kFloat32) /
+      torch::arange(0, o.head_dim, 2, torch::TensorOptions().dtype(torch::kInt64))
+          .to(torch::kFloat32) /
       static_cast<double>(o.head_dim);
   torch::Tensor inv_freq = 1.0 / torch::pow(torch::tensor(o.rope_theta, f32), exponents);
   const RopeScaling& s = o.rope_scaling;
@@ -66,9 +67,8 @@ torch::Tensor scaled_inv_freq(const RotaryEmbeddingOptions& o) {
   const torch::Tensor smooth =
       (old_context / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
   const torch::Tensor smoothed = (1 - smooth) * llama / s.factor + smooth * llama;
-  const torch::Tensor medium =
-      torch::logical_not(wavelen < high_freq_wavelen).logical_and(
-          torch::logical_not(wavelen > low_freq_wavelen));
+  const torch::Tensor medium = torch::logical_not(wavelen < high_freq_wavelen)
+                                   .logical_and(torch::logical_not(wavelen > low_freq_wavelen));
   return torch::where(medium, smoothed, llama);
 }
 
@@ -85,9 +85,8 @@ std::pair<torch::Tensor, torch::Tensor> RotaryEmbedding::cos_sin(
              positions.scalar_type());
   const torch::Tensor inv_freq = inv_freq_.to(positions.device());
   const torch::Tensor angles = positions.to(torch::kFloat32).unsqueeze(-1) * inv_freq;
-  const torch::Tensor doubled = options_.interleaved
-                                    ? angles.repeat_interleave(2, -1)
-                                    : torch::cat({angles, angles}, -1);
+  const torch::Tensor doubled =
+      options_.interleaved ? angles.repeat_interleave(2, -1) : torch::cat({angles, angles}, -1);
   return {doubled.cos(), doubled.sin()};
 }
 

@@ -18,8 +18,8 @@ struct RopeScaling {
   /// "default" (none), "linear" (positions / factor), "llama3" (Llama 3.1's wavelength bands).
   std::string rope_type = "default";
   double factor = 1.0;
-  double low_freq_factor = 1.0;    // llama3
-  double high_freq_factor = 4.0;   // llama3
+  double low_freq_factor = 1.0;                     // llama3
+  double high_freq_factor = 4.0;                    // llama3
   int64_t original_max_position_embeddings = 8192;  // llama3
 
   static const OptionSchema<RopeScaling>& schema();

@@ -389,8 +389,8 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
         const float* q = qkvs + (b * time + t) * (q_width + 2 * kv_width) + head * head_dim;
         const int64_t kv_head = head / groups, query = start + t;
         // q against the window's keys, contiguous slots [keys, head_dim] of the buffer.
-        kernels::linear_few_rows(q, 1, head_dim, cached(key_buffer, b, kv_head, from), keys, nullptr,
-                        scores.data());
+        kernels::linear_few_rows(q, 1, head_dim, cached(key_buffer, b, kv_head, from), keys,
+                                 nullptr, scores.data());
         float top = -std::numeric_limits<float>::infinity();
         for (int64_t j = 0; j < keys; ++j) {
           const int64_t delta = query - (first_visible + j);
@@ -409,7 +409,8 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
         }
       }
   const SelfAttentionImpl& attn = *layer.self_attn;
-  const torch::Tensor projected = kernels::linear_few_rows(attended, attn.output_proj->weight, attn.output_proj->bias);
+  const torch::Tensor projected =
+      kernels::linear_few_rows(attended, attn.output_proj->weight, attn.output_proj->bias);
   add_scaled_rows(xs, projected, layer.self_attn_layer_scale->scale);
 
   // MLP: pre-norm, fc1, activation, fc2, layer scale.
@@ -417,9 +418,10 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
   layer_norm_rows(
       m.data_ptr<float>(), rows, dim, layer.post_attention_layernorm->weight.data_ptr<float>(),
       layer.post_attention_layernorm->bias.data_ptr<float>(), layer.post_attention_layernorm->eps);
-  const torch::Tensor hidden =
-      activate(kernels::linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
-  const torch::Tensor mlp = kernels::linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);
+  const torch::Tensor hidden = activate(
+      kernels::linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
+  const torch::Tensor mlp =
+      kernels::linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);
   add_scaled_rows(xs, mlp, layer.mlp_layer_scale->scale);
 }
 

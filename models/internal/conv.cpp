@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "alto/core/activation_memory.h"
-#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
+#include "alto/core/internal/blas.h"
 #include "alto/models/internal/few_rows.h"
 
 namespace alto::models::kernels {

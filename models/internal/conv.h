@@ -35,7 +35,6 @@ torch::Tensor zero_padded_window(const torch::Tensor& x, int64_t begin, int64_t 
 /// axis about 30x slower than into the same [channels, n] slice.
 void copy_to_time_slice(const torch::Tensor& out, int64_t begin, const torch::Tensor& tile);
 
-
 /// torch::conv1d(before(x), weight, bias, stride, padding, dilation, groups) with zero padding.
 /// x: [batch, in_channels, time]; weight: [out, in / groups, kernel].
 torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

@@ -3,8 +3,8 @@
 #include <immintrin.h>
 #include <torch/torch.h>
 
-#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
+#include "alto/core/internal/blas.h"
 
 namespace alto::models::kernels {
 
@@ -176,9 +176,8 @@ torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
   const torch::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   torch::Tensor y = torch::empty({x.size(0), weight.size(0)}, x.options());
-  linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(),
-                  weight.size(0), bc.defined() ? bc.data_ptr<float>() : nullptr,
-                  y.data_ptr<float>());
+  linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(), weight.size(0),
+                  bc.defined() ? bc.data_ptr<float>() : nullptr, y.data_ptr<float>());
   return y;
 }
 

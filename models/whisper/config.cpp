@@ -9,24 +9,21 @@
 
 namespace alto::models {
 
-namespace {
-
-// config.json's keys, read through one schema.
-const OptionSchema<WhisperConfig>& schema() {
+const OptionSchema<WhisperConfig>& WhisperConfig::schema() {
   using C = WhisperConfig;
   static const auto schema =
       OptionSchema<C>("WhisperConfig")
-          .field("vocab_size", &C::vocab_size, "Vocabulary size")
-          .field("num_mel_bins", &C::num_mel_bins, "Mel bins of the input")
-          .field("d_model", &C::d_model, "Width")
-          .field("encoder_layers", &C::encoder_layers, "Encoder layers")
-          .field("encoder_attention_heads", &C::encoder_attention_heads, "Encoder heads")
-          .field("encoder_ffn_dim", &C::encoder_ffn_dim, "Encoder MLP width")
-          .field("decoder_layers", &C::decoder_layers, "Decoder layers")
-          .field("decoder_attention_heads", &C::decoder_attention_heads, "Decoder heads")
-          .field("decoder_ffn_dim", &C::decoder_ffn_dim, "Decoder MLP width")
-          .field("max_source_positions", &C::max_source_positions, "Encoder positions")
-          .field("max_target_positions", &C::max_target_positions, "Decoder positions")
+          .positive("vocab_size", &C::vocab_size, "Vocabulary size")
+          .positive("num_mel_bins", &C::num_mel_bins, "Mel bins of the input")
+          .positive("d_model", &C::d_model, "Width")
+          .positive("encoder_layers", &C::encoder_layers, "Encoder layers")
+          .positive("encoder_attention_heads", &C::encoder_attention_heads, "Encoder heads")
+          .positive("encoder_ffn_dim", &C::encoder_ffn_dim, "Encoder MLP width")
+          .positive("decoder_layers", &C::decoder_layers, "Decoder layers")
+          .positive("decoder_attention_heads", &C::decoder_attention_heads, "Decoder heads")
+          .positive("decoder_ffn_dim", &C::decoder_ffn_dim, "Decoder MLP width")
+          .positive("max_source_positions", &C::max_source_positions, "Encoder positions")
+          .positive("max_target_positions", &C::max_target_positions, "Decoder positions")
           .field("activation_function", &C::activation_function, "MLP activation")
           .field("scale_embedding", &C::scale_embedding, "Scale embeddings by sqrt(d_model)")
           .field("tie_word_embeddings", &C::tie_word_embeddings, "Head tied to the embedding")
@@ -37,35 +34,16 @@ const OptionSchema<WhisperConfig>& schema() {
   return schema;
 }
 
-}  // namespace
-
 WhisperConfig WhisperConfig::from_json(const std::string& path, const std::string& sub_config) {
   const detail::JsonConfig json =
       sub_config.empty()
           ? detail::JsonConfig::load_model_config(path, "whisper", "a Whisper")
           : detail::JsonConfig::load_model_config(path, "", "").sub(sub_config.c_str());
-  WhisperConfig c;
-  try {
-    c = schema().make(json.option_values(schema().fields()));
-  } catch (const Error& e) {
-    throw InvalidArgument(json.path() + ": " + e.what());
-  }
-  return json.validated(c);
+  return json.validated(json.read(schema()));
 }
 
 void WhisperConfig::validate() const {
-  for (const auto& [name, value] : {std::pair{"vocab_size", vocab_size},
-                                    {"num_mel_bins", num_mel_bins},
-                                    {"d_model", d_model},
-                                    {"encoder_layers", encoder_layers},
-                                    {"encoder_attention_heads", encoder_attention_heads},
-                                    {"encoder_ffn_dim", encoder_ffn_dim},
-                                    {"decoder_layers", decoder_layers},
-                                    {"decoder_attention_heads", decoder_attention_heads},
-                                    {"decoder_ffn_dim", decoder_ffn_dim},
-                                    {"max_source_positions", max_source_positions},
-                                    {"max_target_positions", max_target_positions}})
-    ALTO_CHECK(value > 0, "WhisperConfig.", name, " must be positive, got ", value);
+  schema().check(*this);
   ALTO_CHECK(d_model % encoder_attention_heads == 0, "WhisperConfig.d_model (", d_model,
              ") must be a multiple of encoder_attention_heads (", encoder_attention_heads, ")");
   ALTO_CHECK(d_model % decoder_attention_heads == 0, "WhisperConfig.d_model (", d_model,

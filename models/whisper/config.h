@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "alto/core/options.h"
+
 namespace alto::models {
 
 /// config.json of a Whisper checkpoint; absent keys take transformers' WhisperConfig defaults.
@@ -34,6 +36,8 @@ struct WhisperConfig {
   /// of an audio LM), the encoder's keys are read from that nested object, whose model_type is
   /// the audio LM's business.
   static WhisperConfig from_json(const std::string& path, const std::string& sub_config = "");
+  /// config.json's keys, each declared once (core/options.h).
+  static const OptionSchema<WhisperConfig>& schema();
   void validate() const;
   std::string to_string() const;
 

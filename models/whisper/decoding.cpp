@@ -32,7 +32,9 @@ class LogitRules {
  public:
   LogitRules(const WhisperSpecialTokens& special, const WhisperGenerationConfig& generation,
              const WhisperDecodingOptions& options, int64_t vocab_size, size_t sample_begin)
-      : special_(special), sample_begin_(sample_begin), timestamps_(options.timestamps),
+      : special_(special),
+        sample_begin_(sample_begin),
+        timestamps_(options.timestamps),
         max_initial_(generation.max_initial_timestamp_index) {
     auto keep = [&](std::vector<int64_t>& ids) {
       ids.erase(std::remove_if(ids.begin(), ids.end(),
@@ -46,8 +48,8 @@ class LogitRules {
     }
     if (options.suppress_tokens) {
       suppress_ = generation.suppress_tokens;
-      for (int64_t id : {special.translate, special.transcribe, special.sot,
-                         special.start_of_prev, special.start_of_lm, special.no_speech})
+      for (int64_t id : {special.translate, special.transcribe, special.sot, special.start_of_prev,
+                         special.start_of_lm, special.no_speech})
         suppress_.push_back(id);
       keep(suppress_);
     }
@@ -175,8 +177,8 @@ WhisperSpecialTokens WhisperSpecialTokens::from_tokenizer(
   s.transcribe = id("<|transcribe|>");
   s.start_of_lm = id("<|startoflm|>");
   s.start_of_prev = id("<|startofprev|>");
-  s.no_speech = tokenizer.token_to_id("<|nospeech|>") >= 0 ? id("<|nospeech|>")
-                                                           : id("<|nocaptions|>");
+  s.no_speech =
+      tokenizer.token_to_id("<|nospeech|>") >= 0 ? id("<|nospeech|>") : id("<|nocaptions|>");
   s.no_timestamps = id("<|notimestamps|>");
   s.timestamp_begin = id("<|0.00|>");
   // Languages follow <|startoftranscript|> in openai's order.
@@ -226,8 +228,7 @@ void WhisperDecodingOptions::validate() const {
   ALTO_CHECK(temperature >= 0 && std::isfinite(temperature),
              "WhisperDecodingOptions.temperature must be >= 0, got ", temperature);
   ALTO_CHECK(best_of >= 1, "WhisperDecodingOptions.best_of must be >= 1, got ", best_of);
-  ALTO_CHECK(sample_len >= 0, "WhisperDecodingOptions.sample_len must be >= 0, got ",
-             sample_len);
+  ALTO_CHECK(sample_len >= 0, "WhisperDecodingOptions.sample_len must be >= 0, got ", sample_len);
 }
 
 WhisperDecoder::WhisperDecoder(const Whisper& model, WhisperSpecialTokens special,
@@ -286,8 +287,8 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
     initial.push_back(special_.language_token(result.language));
     initial.push_back(options.task == "translate" ? special_.translate : special_.transcribe);
   } else {
-    ALTO_CHECK(options.language.empty() || options.language == "en",
-               "language '", options.language, "': this Whisper model is English-only");
+    ALTO_CHECK(options.language.empty() || options.language == "en", "language '", options.language,
+               "': this Whisper model is English-only");
     ALTO_CHECK(options.task == "transcribe", "this English-only Whisper model cannot translate");
     result.language = "en";
   }
@@ -299,8 +300,7 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
 
   const bool beam = options.beam_size > 0;
   const int64_t rows = beam ? options.beam_size : options.temperature > 0 ? options.best_of : 1;
-  const LogitRules rules(special_, generation_, options, model_.config().vocab_size,
-                         sample_begin);
+  const LogitRules rules(special_, generation_, options, model_.config().vocab_size, sample_begin);
   std::optional<at::Generator> generator;
   if (options.temperature > 0) generator = at::detail::createCPUGenerator(options.seed);
 
@@ -316,8 +316,9 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
     torch::Tensor logits;
     if (step == 0) {
       const int64_t length = static_cast<int64_t>(initial.size());
-      const torch::Tensor all = model_.decode(
-          torch::tensor(feed, torch::kInt64).view({rows, length}), state).to(torch::kCPU);
+      const torch::Tensor all =
+          model_.decode(torch::tensor(feed, torch::kInt64).view({rows, length}), state)
+              .to(torch::kCPU);
       result.no_speech_prob =
           torch::softmax(all[0][sot_index].to(torch::kFloat64), 0)[special_.no_speech]
               .item<double>();
@@ -344,8 +345,8 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
           std::vector<int64_t> sequence = live[j].tokens;
           sequence.push_back(top_id[j][c].item<int64_t>());
           if (!seen.insert(std::move(sequence)).second) continue;
-          candidates.push_back({live[j].sum_logprob + top_lp[j][c].item<double>(), j,
-                                top_id[j][c].item<int64_t>()});
+          candidates.push_back(
+              {live[j].sum_logprob + top_lp[j][c].item<double>(), j, top_id[j][c].item<int64_t>()});
         }
       std::stable_sort(candidates.begin(), candidates.end(),
                        [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
@@ -368,8 +369,8 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
       if (finished.size() >= max_finished) break;
     } else {
       torch::Tensor chosen =
-          generator ? torch::multinomial(torch::softmax(logits / options.temperature, -1), 1,
-                                         false, *generator)
+          generator ? torch::multinomial(torch::softmax(logits / options.temperature, -1), 1, false,
+                                         *generator)
                           .squeeze(1)
                     : logits.argmax(-1);
       bool all_ended = true;

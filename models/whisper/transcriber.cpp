@@ -12,7 +12,6 @@
 
 namespace alto::models {
 
-
 double compression_ratio(const std::string& text) {
   if (text.empty()) return 0.0;
   uLongf size = compressBound(text.size());
@@ -33,12 +32,11 @@ void WhisperTranscribeOptions::validate() const {
 }
 
 std::shared_ptr<const WhisperTranscriber> WhisperTranscriber::from_pretrained(
-    const std::string& model_dir,
-                                                       const LoadOptions& options,
-                                                       const std::string& tokenizer) {
+    const std::string& model_dir, const LoadOptions& options, const std::string& tokenizer) {
   auto extractor = features::FeatureExtractor::from_pretrained(model_dir);
   const auto* whisper = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor.get());
-  ALTO_CHECK(whisper, model_dir, "/preprocessor_config.json: expected a WhisperFeatureExtractor, got ",
+  ALTO_CHECK(whisper, model_dir,
+             "/preprocessor_config.json: expected a WhisperFeatureExtractor, got ",
              extractor->name());
   const tokenizers::BpeTokenizer text =
       *tokenizers::BpeTokenizer::from_pretrained(tokenizer.empty() ? model_dir : tokenizer);
@@ -48,7 +46,8 @@ std::shared_ptr<const WhisperTranscriber> WhisperTranscriber::from_pretrained(
 }
 
 WhisperTranscriber::WhisperTranscriber(Whisper model, features::WhisperFeatureExtractor extractor,
-                                       tokenizers::BpeTokenizer tokenizer, WhisperGenerationConfig generation)
+                                       tokenizers::BpeTokenizer tokenizer,
+                                       WhisperGenerationConfig generation)
     : model_(model),
       extractor_(std::move(extractor)),
       tokenizer_(std::move(tokenizer)),
@@ -103,8 +102,7 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
                                                  const WhisperTranscribeOptions& options) const {
   options.validate();
   ALTO_CHECK(wave.dim() == 1 && wave.size(0) > 0,
-             "WhisperTranscriber::transcribe: expected mono samples [samples], got ",
-             wave.sizes());
+             "WhisperTranscriber::transcribe: expected mono samples [samples], got ", wave.sizes());
   const auto& fe = extractor_.options();
   const int64_t window = fe.nb_max_frames();
   const double frame_seconds = static_cast<double>(fe.hop_length) / fe.sampling_rate;
@@ -155,7 +153,8 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
     if (options.no_speech_threshold && result.no_speech_prob > *options.no_speech_threshold &&
         !(options.logprob_threshold && result.avg_logprob > *options.logprob_threshold)) {
       seek += segment_size;  // silence
-      if (options.progress) options.progress(std::min(seek * frame_seconds, total_seconds), total_seconds);
+      if (options.progress)
+        options.progress(std::min(seek * frame_seconds, total_seconds), total_seconds);
       continue;
     }
 
@@ -216,7 +215,8 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
     if (seek <= window_start) seek = window_start + segment_size;
     if (!options.condition_on_previous_text || result.temperature > 0.5)
       prompt_reset_since = all_tokens.size();
-    if (options.progress) options.progress(std::min(seek * frame_seconds, total_seconds), total_seconds);
+    if (options.progress)
+      options.progress(std::min(seek * frame_seconds, total_seconds), total_seconds);
   }
   transcript.text =
       text_of(std::vector<int64_t>(all_tokens.begin() + prompt_tokens, all_tokens.end()));

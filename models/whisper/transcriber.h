@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "alto/features/whisper_feature_extractor.h"
-#include "alto/models/whisper/whisper.h"
 #include "alto/models/whisper/decoding.h"
+#include "alto/models/whisper/whisper.h"
 #include "alto/tokenizers/bpe_tokenizer.h"
 
 namespace alto::models {
@@ -61,9 +61,9 @@ class WhisperTranscriber {
   /// `model_dir` holds the checkpoint, preprocessor_config.json and (optionally)
   /// generation_config.json; the tokenizer is read from `tokenizer` (a folder or .tiktoken
   /// file), or from `model_dir` when empty.
-  static std::shared_ptr<const WhisperTranscriber> from_pretrained(const std::string& model_dir,
-                                            const LoadOptions& options = {},
-                                            const std::string& tokenizer = "");
+  static std::shared_ptr<const WhisperTranscriber> from_pretrained(
+      const std::string& model_dir, const LoadOptions& options = {},
+      const std::string& tokenizer = "");
   WhisperTranscriber(Whisper model, features::WhisperFeatureExtractor extractor,
                      tokenizers::BpeTokenizer tokenizer, WhisperGenerationConfig generation = {});
 

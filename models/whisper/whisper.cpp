@@ -9,8 +9,8 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
-#include "alto/models/blocks/intermediates.h"
 #include "alto/models/blocks/basic.h"
+#include "alto/models/blocks/intermediates.h"
 #include "alto/models/whisper/internal/layers.h"
 
 namespace alto::models {
@@ -111,10 +111,7 @@ struct Whisper::Impl {
 
 std::shared_ptr<const Whisper> Whisper::from_pretrained(const std::string& dir,
                                                         const LoadOptions& options) {
-  namespace fs = std::filesystem;
-  ALTO_CHECK_AS(IoError, fs::is_directory(dir), "Whisper::from_pretrained: ", dir,
-                " is not a folder (expected a checkpoint folder with config.json and "
-                "model.safetensors)");
+  require_checkpoint_folder(dir, "Whisper::from_pretrained");
   const WhisperConfig config = WhisperConfig::from_json(dir);  // its errors come first
   return std::make_shared<const Whisper>(config, SafetensorsCheckpoint(dir), options);
 }

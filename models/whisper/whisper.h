@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "alto/core/safetensors.h"
 #include "alto/core/checkpoint.h"
+#include "alto/core/safetensors.h"
 #include "alto/models/blocks/intermediates.h"
 #include "alto/models/whisper/config.h"
 #include "alto/models/whisper/whisper_encoder.h"

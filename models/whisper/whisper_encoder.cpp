@@ -39,8 +39,8 @@ WhisperEncoder::WhisperEncoder(const WhisperConfig& config, CheckpointBinder& bi
 }
 
 std::shared_ptr<const WhisperEncoder> WhisperEncoder::from_checkpoint(
-    const WhisperConfig& config, const SafetensorsCheckpoint& checkpoint,
-    const std::string& prefix, const LoadOptions& options) {
+    const WhisperConfig& config, const SafetensorsCheckpoint& checkpoint, const std::string& prefix,
+    const LoadOptions& options) {
   CheckpointBinder binder(checkpoint, options, "WhisperEncoder (" + config.to_string() + ")");
   auto encoder = std::make_shared<WhisperEncoder>(config, binder, prefix, options);
   binder.finish(prefix);
@@ -52,7 +52,7 @@ const std::string& WhisperEncoder::prefix() const { return impl_->prefix; }
 const LoadOptions& WhisperEncoder::load_options() const { return impl_->options; }
 
 torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
-                              Intermediates* intermediates) const {
+                                     Intermediates* intermediates) const {
   const WhisperConfig& c = impl_->config;
   ALTO_CHECK(input_features.dim() == 3 && input_features.size(1) == c.num_mel_bins &&
                  input_features.size(2) == c.input_frames(),
@@ -66,7 +66,8 @@ torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
   return impl_->encode(input_features, intermediates);
 }
 
-torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features, Intermediates* out) const {
+torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
+                                           Intermediates* out) const {
   const EncoderImpl& encoder = *module;
   const std::string& name = prefix;
   torch::Tensor x = features.to(options.device, options.dtype);
@@ -111,9 +112,8 @@ class WhisperAudioEncoder : public AudioEncoder {
  public:
   WhisperAudioEncoder(const std::string& dir, const LoadOptions& options)
       : extractor_(features::FeatureExtractor::from_pretrained(dir)),
-        encoder_(WhisperEncoder::from_checkpoint(WhisperConfig::from_json(dir),
-                                                 SafetensorsCheckpoint(dir), prefix_of(dir),
-                                                 options)) {
+        encoder_(WhisperEncoder::from_checkpoint(
+            WhisperConfig::from_json(dir), SafetensorsCheckpoint(dir), prefix_of(dir), options)) {
     whisper_ = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor_.get());
     ALTO_CHECK(whisper_, dir, ": expected a WhisperFeatureExtractor, got ", extractor_->name());
   }

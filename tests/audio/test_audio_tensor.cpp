@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
 #include <torch/torch.h>
+
+#include <catch2/catch.hpp>
 
 #include "alto/audio/audio_tensor.h"
 #include "test_util.h"
@@ -16,7 +17,8 @@ TEST_CASE("Audio and tensors convert both ways", "[core]") {
   audio::Audio mono = audio::audio_from_tensor(torch::ones({5}), 8000);
   CHECK(mono.channels == 1);
   CHECK(mono.frames == 5);
-  CHECK_THROWS_WITH(audio::audio_from_tensor(torch::ones({1, 2, 3}), 8000), Catch::Contains("[channels, frames]"));
+  CHECK_THROWS_WITH(audio::audio_from_tensor(torch::ones({1, 2, 3}), 8000),
+                    Catch::Contains("[channels, frames]"));
   CHECK_THROWS_WITH(audio::audio_from_tensor(torch::ones({3}, torch::kInt64), 8000),
                     Catch::Contains("floating point"));
 }

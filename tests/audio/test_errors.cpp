@@ -79,12 +79,15 @@ TEST_CASE("impossible options name the field", "[audio][errors]") {
   CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.sample_rate"));
   o = {};
   o.channel = 2;
-  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.channel") && Contains("2 channels"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o),
+                    Contains("DecodeOptions.channel") && Contains("2 channels"));
   o = {};
   o.offset = 5.0;
-  CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.offset") && Contains("past the end"));
+  CHECK_THROWS_WITH(audio::load_audio(wav, o),
+                    Contains("DecodeOptions.offset") && Contains("past the end"));
   o.offset = 5.0;  // an MP3 has no exact length up front; the error comes after decoding
-  CHECK_THROWS_WITH(audio::load_audio(test::data_path("stereo44k.mp3"), o), Contains("DecodeOptions.offset"));
+  CHECK_THROWS_WITH(audio::load_audio(test::data_path("stereo44k.mp3"), o),
+                    Contains("DecodeOptions.offset"));
   o = {};
   o.offset = -1;
   CHECK_THROWS_WITH(audio::load_audio(wav, o), Contains("DecodeOptions.offset"));

@@ -57,8 +57,8 @@ std::vector<uint8_t> pcm_bytes(const audio::Audio& a, int bits) {
 TEST_CASE("probe_audio reports what ffmpeg reports for every fixture", "[audio][load]") {
   const nlohmann::json references = fixtures();
   for (auto& [name, expected] : references.items()) {
-    std::string path = name.rfind("speech", 0) == 0 ? std::string(ALTO_SAMPLES_DIR) + "/" + name
-                                                    : data_path(name);
+    std::string path =
+        name.rfind("speech", 0) == 0 ? std::string(ALTO_SAMPLES_DIR) + "/" + name : data_path(name);
     INFO(name);
     audio::AudioInfo info = audio::probe_audio(path);
     CHECK(info.sample_rate == expected["sample_rate"].get<int>());
@@ -77,8 +77,8 @@ TEST_CASE("lossy fixtures decode aligned with their source", "[audio][load]") {
   // lines up with the source's at lag 0 and resembles it.
   audio::DecodeOptions to_44k;
   to_44k.sample_rate = 44100;  // Opus decodes at 48 kHz
-  for (const char* name : {"stereo44k.mp3", "stereo44k.m4a", "video.mp4", "stereo44k.opus",
-                           "stereo44k.webm"}) {
+  for (const char* name :
+       {"stereo44k.mp3", "stereo44k.m4a", "video.mp4", "stereo44k.opus", "stereo44k.webm"}) {
     INFO(name);
     audio::Audio decoded = audio::load_audio(data_path(name), to_44k);
     REQUIRE(decoded.frames >= source.frames);
@@ -97,7 +97,8 @@ TEST_CASE("lossy fixtures decode aligned with their source", "[audio][load]") {
   CHECK(best_lag(source.channel(0), mkv.channel(0), source.frames, 1500) == 1105);
 }
 
-TEST_CASE("WAV of every integer width and float decodes to the exact grid values", "[audio][load]") {
+TEST_CASE("WAV of every integer width and float decodes to the exact grid values",
+          "[audio][load]") {
   audio::Audio noise = test::grid_noise(16000, 1000, 2, 7);
   for (int bits : {8, 16, 24, 32}) {
     INFO(bits << "-bit PCM");
@@ -136,7 +137,8 @@ TEST_CASE("mono is the mean of the channels; channel picks one", "[audio][load]"
   audio::Audio m = audio::load_audio(data_path("stereo44k_f32.wav"), mono);
   REQUIRE(m.channels == 1);
   for (int64_t i = 0; i < m.frames; i += 97)
-    CHECK(m.channel(0)[i] == Approx((stereo.channel(0)[i] + stereo.channel(1)[i]) / 2).margin(1e-7));
+    CHECK(m.channel(0)[i] ==
+          Approx((stereo.channel(0)[i] + stereo.channel(1)[i]) / 2).margin(1e-7));
   audio::DecodeOptions right;
   right.channel = 1;
   audio::Audio r = audio::load_audio(data_path("stereo44k_f32.wav"), right);

@@ -19,7 +19,7 @@ namespace {
 audio::Audio through_pipeline(double frequency, audio::ResamplerEngine engine) {
   std::string path = test::temp_path("tone_" + std::to_string(int(frequency)) + ".wav");
   audio::save_audio(path, test::sine(frequency, 0.5, 44100, 44100, 2),
-             {audio::FileFormat::kWav, audio::SampleEncoding::kFloat32});
+                    {audio::FileFormat::kWav, audio::SampleEncoding::kFloat32});
   audio::DecodeOptions options;
   options.mono = true;
   options.sample_rate = 16000;
@@ -50,7 +50,8 @@ void check_quality(audio::ResamplerEngine engine, double min_snr_db, double max_
 
 }  // namespace
 
-TEST_CASE("soxr: 1 kHz at >= 120 dB SNR, 9 kHz removed by >= 100 dB, zero delay", "[audio][resample]") {
+TEST_CASE("soxr: 1 kHz at >= 120 dB SNR, 9 kHz removed by >= 100 dB, zero delay",
+          "[audio][resample]") {
   check_quality(audio::ResamplerEngine::kSoxr, 120.0, -100.0);
 }
 
@@ -59,8 +60,8 @@ TEST_CASE("swr engine: the tuned filter clears 100 dB both ways", "[audio][resam
 }
 
 TEST_CASE("output length is exact for common rate pairs", "[audio][resample]") {
-  for (auto [in, out] : {std::pair{44100, 16000}, {48000, 16000}, {16000, 24000}, {22050, 16000},
-                         {8000, 44100}}) {
+  for (auto [in, out] :
+       {std::pair{44100, 16000}, {48000, 16000}, {16000, 24000}, {22050, 16000}, {8000, 44100}}) {
     INFO(in << " -> " << out);
     audio::Audio a = test::grid_noise(in, 3 * in, 1, 1);
     CHECK(audio::resample(a, out).frames == 3 * out);

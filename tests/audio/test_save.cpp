@@ -24,7 +24,8 @@ TEST_CASE("PCM round-trips within one LSB, exactly on the grid", "[audio][save]"
   audio::Audio grid = test::grid_noise(16000, 4000, 2, 5);
   audio::Audio smooth = test::sine(1234.5, 0.7, 16000, 4000, 2);
   for (audio::FileFormat file : {audio::FileFormat::kWav, audio::FileFormat::kFlac})
-    for (auto [encoding, bits] : {std::pair{audio::SampleEncoding::kPcm16, 16}, {audio::SampleEncoding::kPcm24, 24}}) {
+    for (auto [encoding, bits] :
+         {std::pair{audio::SampleEncoding::kPcm16, 16}, {audio::SampleEncoding::kPcm24, 24}}) {
       INFO((file == audio::FileFormat::kWav ? "wav " : "flac ") << bits);
       std::string path = test::temp_path("pcm" + std::to_string(bits) +
                                          (file == audio::FileFormat::kWav ? ".wav" : ".flac"));
@@ -51,11 +52,12 @@ TEST_CASE("PCM clips instead of wrapping", "[audio][save]") {
 
 TEST_CASE("save_audio rejects what it cannot write", "[audio][save][errors]") {
   audio::Audio a = test::sine(100, 0.5, 16000, 10, 1);
-  CHECK_THROWS_AS(audio::save_audio(test::temp_path("x.flac"), a, {audio::FileFormat::kFlac, audio::SampleEncoding::kFloat32}),
+  CHECK_THROWS_AS(audio::save_audio(test::temp_path("x.flac"), a,
+                                    {audio::FileFormat::kFlac, audio::SampleEncoding::kFloat32}),
                   InvalidArgument);
   a.samples[3] = NAN;
-  CHECK_THROWS_WITH(audio::save_audio(test::temp_path("nan.wav"), a), Catch::Contains("sample 3") &&
-                                                                    Catch::Contains("nan"));
+  CHECK_THROWS_WITH(audio::save_audio(test::temp_path("nan.wav"), a),
+                    Catch::Contains("sample 3") && Catch::Contains("nan"));
   audio::Audio b = test::sine(100, 0.5, 16000, 10, 1);
   CHECK_THROWS_AS(audio::save_audio("/nonexistent-dir/x.wav", b), IoError);
   CHECK_THROWS_AS(audio::parse_sample_encoding("12"), InvalidArgument);

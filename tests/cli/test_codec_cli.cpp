@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
-#include "alto/audio/load.h"
 #include "alto/audio/audio_tensor.h"
+#include "alto/audio/load.h"
 #include "alto/core/safetensors.h"
 #include "features/golden.h"
 #include "models/golden_model.h"

@@ -105,8 +105,9 @@ TEST_CASE("alto features --sample-rate: Kaldi fbank and mel at 22.05 kHz equal t
           "[cli][features][parity]") {
   const std::string wav = test::data_path("features/extra/chirp_22050.wav");
   const SafetensorsFile fbank(test::data_path("features/extra/fbank_22050.safetensors"));
-  const torch::Tensor f = run_features(wav + " --extractor kaldi-fbank --sample-rate 22050 "
-                                             "--num-mel-bins 40 --waveform-scale 32768",
+  const torch::Tensor f = run_features(wav +
+                                           " --extractor kaldi-fbank --sample-rate 22050 "
+                                           "--num-mel-bins 40 --waveform-scale 32768",
                                        "fbank22050")
                               .tensor("features");
   test::require_close(f, fbank.tensor("expected"), 5e-3, 0, 1e-4, "fbank_22050");
@@ -115,13 +116,12 @@ TEST_CASE("alto features --sample-rate: Kaldi fbank and mel at 22.05 kHz equal t
       wav + " --extractor mel --sample-rate 22050 --n-fft 1024 --hop-length 256 --n-mels 80",
       "mel22050");
   const torch::Tensor expected = mel.tensor("expected");
-  test::require_close(out.tensor("features"), expected,
-                      1e-6 * expected.abs().max().item<double>(), 2e-3, std::nullopt,
-                      "melspec_22050");
+  test::require_close(out.tensor("features"), expected, 1e-6 * expected.abs().max().item<double>(),
+                      2e-3, std::nullopt, "melspec_22050");
   CHECK(out.metadata().at("sample_rate") == "22050");
   // A flag the chosen extractor lacks is named with the extractor's own options.
-  const std::string base = std::string(ALTO_CLI_PATH) + " features " + wav + " -o " +
-                           test::temp_path("bad.safetensors");
+  const std::string base =
+      std::string(ALTO_CLI_PATH) + " features " + wav + " -o " + test::temp_path("bad.safetensors");
   CHECK(std::system((base + " --extractor mel --num-ceps 13 2>/dev/null").c_str()) != 0);
   const std::string err = test::temp_path("flag.err");
   std::system((base + " --extractor mel --num-ceps 13 2>" + err).c_str());

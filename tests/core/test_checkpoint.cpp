@@ -1,11 +1,10 @@
 // CheckpointBinder on hand-made checkpoints: names, shapes, tied weights, weight norm, dtypes.
 
-#include "alto/core/checkpoint.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
+#include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 #include "alto/models/blocks/basic.h"
 #include "test_util.h"
@@ -17,9 +16,11 @@ namespace {
 
 struct TinyNet : torch::nn::Module {
   TinyNet()
-      : conv(register_module("conv", alto::models::blocks::Conv1d(
-                                         alto::models::blocks::Conv1dOptions{2, 4, 3}, torch::TensorOptions()))),
-        proj(register_module("proj", alto::models::blocks::Linear(4, 5, true, torch::TensorOptions()))) {}
+      : conv(register_module(
+            "conv", alto::models::blocks::Conv1d(alto::models::blocks::Conv1dOptions{2, 4, 3},
+                                                 torch::TensorOptions()))),
+        proj(register_module("proj",
+                             alto::models::blocks::Linear(4, 5, true, torch::TensorOptions()))) {}
   alto::models::blocks::Conv1d conv;
   alto::models::blocks::Linear proj;
 };
@@ -38,8 +39,10 @@ TEST_CASE("binder fills parameters by name and views float32 data without copyin
   torch::manual_seed(3);
   const auto w = torch::randn({4, 2, 3}), b = torch::randn({4});
   const auto pw = torch::randn({5, 4}), pb = torch::randn({5});
-  const auto checkpoint = write("plain", {{"net.conv.weight", w}, {"net.conv.bias", b},
-                                          {"net.proj.weight", pw}, {"net.proj.bias", pb}});
+  const auto checkpoint = write("plain", {{"net.conv.weight", w},
+                                          {"net.conv.bias", b},
+                                          {"net.proj.weight", pw},
+                                          {"net.proj.bias", pb}});
   TinyNet net;
   CheckpointBinder binder(checkpoint, {}, "TinyNet");
   binder.bind(net, "net.");
@@ -56,13 +59,13 @@ TEST_CASE("binder folds weight norm from both of PyTorch's namings", "[checkpoin
   const auto v = torch::randn({4, 2, 3}), g = torch::rand({4, 1, 1}) + 0.5;
   // w = g v / ||v||, the norm over every dimension but 0 (torch.nn.utils.weight_norm, dim=0).
   const auto expected = g * v / v.pow(2).sum({1, 2}, true).sqrt();
-  const auto rest = std::vector<std::pair<std::string, torch::Tensor>>{
-      {"conv.bias", torch::zeros({4})}, {"proj.weight", torch::zeros({5, 4})},
-      {"proj.bias", torch::zeros({5})}};
-  for (const auto& [g_name, v_name] :
-       {std::pair{"conv.weight_g", "conv.weight_v"},
-        std::pair{"conv.parametrizations.weight.original0",
-                  "conv.parametrizations.weight.original1"}}) {
+  const auto rest =
+      std::vector<std::pair<std::string, torch::Tensor>>{{"conv.bias", torch::zeros({4})},
+                                                         {"proj.weight", torch::zeros({5, 4})},
+                                                         {"proj.bias", torch::zeros({5})}};
+  for (const auto& [g_name, v_name] : {std::pair{"conv.weight_g", "conv.weight_v"},
+                                       std::pair{"conv.parametrizations.weight.original0",
+                                                 "conv.parametrizations.weight.original1"}}) {
     auto tensors = rest;
     tensors.emplace_back(g_name, g);
     tensors.emplace_back(v_name, v);
@@ -77,18 +80,20 @@ TEST_CASE("binder folds weight norm from both of PyTorch's namings", "[checkpoin
 
 TEST_CASE("binder reports every mismatch at once and follows tied weights",
           "[checkpoint][models]") {
-  const auto checkpoint =
-      write("broken", {{"conv.weight", torch::zeros({4, 2, 5})}, {"conv.bias", torch::zeros({4})},
-                       {"proj.bias", torch::zeros({5})}, {"stray", torch::zeros({2, 2})}});
+  const auto checkpoint = write("broken", {{"conv.weight", torch::zeros({4, 2, 5})},
+                                           {"conv.bias", torch::zeros({4})},
+                                           {"proj.bias", torch::zeros({5})},
+                                           {"stray", torch::zeros({2, 2})}});
   TinyNet net;
   CheckpointBinder binder(checkpoint, {}, "TinyNet");
   binder.bind(net);
   CHECK(binder.contains("stray"));
-  CHECK_THROWS_WITH(binder.finish(),
-                    Catch::Contains("does not fit TinyNet: 1 missing, 1 unexpected, 1 mis-shaped") &&
-                        Catch::Contains("missing: proj.weight (expected [5, 4])") &&
-                        Catch::Contains("unexpected: stray [2, 2]") &&
-                        Catch::Contains("mis-shaped: conv.weight: expected [4, 2, 3], found [4, 2, 5]"));
+  CHECK_THROWS_WITH(
+      binder.finish(),
+      Catch::Contains("does not fit TinyNet: 1 missing, 1 unexpected, 1 mis-shaped") &&
+          Catch::Contains("missing: proj.weight (expected [5, 4])") &&
+          Catch::Contains("unexpected: stray [2, 2]") &&
+          Catch::Contains("mis-shaped: conv.weight: expected [4, 2, 3], found [4, 2, 5]"));
 
   const auto embedding = torch::randn({5, 4});
   const auto tied = write("tied", {{"embed.weight", embedding}});

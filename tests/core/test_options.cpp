@@ -1,13 +1,12 @@
 // core/options, core/registry and the nested configs of core/internal/json_config: one schema
 // per Options struct serves to_string, JSON, CLI text and Python; registries refuse duplicates.
 
-#include "alto/core/options.h"
-
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <optional>
 
 #include "alto/core/internal/json_config.h"
+#include "alto/core/options.h"
 #include "alto/core/registry.h"
 #include "test_util.h"
 
@@ -69,8 +68,10 @@ TEST_CASE("an option schema prints, sets and checks every field", "[core][option
                     Contains("Widget has no option 'sise'") && Contains("size, seed"));
   CHECK_THROWS_WITH(s.make({{"size", 1.5}}), Contains("Widget.size must be an integer, got 1.5"));
   CHECK_THROWS_WITH(s.make({{"size", int64_t{1} << 40}}), Contains("Widget.size"));
-  CHECK_THROWS_WITH(s.make({{"seed", int64_t{-1}}}), Contains("Widget.seed must be an integer >= 0"));
-  CHECK_THROWS_WITH(s.make({{"enabled", int64_t{1}}}), Contains("Widget.enabled must be true or false"));
+  CHECK_THROWS_WITH(s.make({{"seed", int64_t{-1}}}),
+                    Contains("Widget.seed must be an integer >= 0"));
+  CHECK_THROWS_WITH(s.make({{"enabled", int64_t{1}}}),
+                    Contains("Widget.enabled must be true or false"));
   CHECK_THROWS_WITH(s.make({{"color", std::string("blue")}}),
                     Contains("Widget.color") && Contains("red, green"));
   CHECK_THROWS_WITH(s.make({{"label", 3.0}}), Contains("Widget.label must be a string"));
@@ -80,7 +81,8 @@ TEST_CASE("an option schema prints, sets and checks every field", "[core][option
   const auto fields = s.fields();
   CHECK(std::get<int64_t>(alto::parse_option_text(fields[0], "12", "--size")) == 12);
   CHECK(std::get<bool>(alto::parse_option_text(fields[3], "false", "--enabled")) == false);
-  CHECK(std::holds_alternative<std::monostate>(alto::parse_option_text(fields[5], "none", "--limit")));
+  CHECK(std::holds_alternative<std::monostate>(
+      alto::parse_option_text(fields[5], "none", "--limit")));
   CHECK_THROWS_WITH(alto::parse_option_text(fields[0], "12x", "--size"),
                     Contains("--size takes an integer, got '12x'"));
   CHECK_THROWS_WITH(alto::parse_option_text(fields[2], "", "--scale"), Contains("--scale"));
@@ -109,8 +111,9 @@ TEST_CASE("nested configs are read and reported like top-level ones", "[core][co
   text.read("num_attention_heads", heads);
   CHECK(heads == 14);
   int64_t kv = 0;
-  CHECK_THROWS_WITH(text.read("num_key_value_heads", kv),
-                    Contains(path + ": field 'text_config.num_key_value_heads' must be an integer"));
+  CHECK_THROWS_WITH(
+      text.read("num_key_value_heads", kv),
+      Contains(path + ": field 'text_config.num_key_value_heads' must be an integer"));
   CHECK_THROWS_WITH(config.sub("audio_config"),
                     Contains("field 'audio_config' must be an object, got 3"));
   CHECK_THROWS_WITH(config.sub("vision_config"), Contains("'vision_config' must be an object"));
@@ -118,8 +121,8 @@ TEST_CASE("nested configs are read and reported like top-level ones", "[core][co
   struct Heads {
     int64_t heads = 14, kv = 4;
     void validate() const {
-      ALTO_CHECK(heads % kv == 0, "num_key_value_heads must divide num_attention_heads, got ", heads,
-                 " and ", kv);
+      ALTO_CHECK(heads % kv == 0, "num_key_value_heads must divide num_attention_heads, got ",
+                 heads, " and ", kv);
     }
   };
   CHECK_THROWS_WITH(text.validated(Heads{}),

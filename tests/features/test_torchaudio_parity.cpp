@@ -25,10 +25,14 @@ Options options_of(const SafetensorsFile& file) {
   OptionValues values;
   const json options = json::parse(file.metadata().at("options"));
   for (const auto& [key, v] : options.items()) {
-    if (v.is_boolean()) values[key] = v.template get<bool>();
-    else if (v.is_number_integer()) values[key] = v.template get<int64_t>();
-    else if (v.is_number()) values[key] = v.template get<double>();
-    else values[key] = v.template get<std::string>();
+    if (v.is_boolean())
+      values[key] = v.template get<bool>();
+    else if (v.is_number_integer())
+      values[key] = v.template get<int64_t>();
+    else if (v.is_number())
+      values[key] = v.template get<double>();
+    else
+      values[key] = v.template get<std::string>();
   }
   return Options::schema().make(values);
 }
@@ -48,8 +52,9 @@ TEST_CASE("Kaldi fbank and MFCC options equal torchaudio.compliance.kaldi",
           test::data_path(std::string("features/extra/") + name + ".safetensors"));
       const bool mfcc = file.metadata().at("function") == "torchaudio.compliance.kaldi.mfcc";
       const torch::Tensor x = file.tensor("input");
-      const torch::Tensor actual = mfcc ? KaldiMfcc(options_of<KaldiMfccOptions>(file)).compute(x)
-                                        : KaldiFbank(options_of<KaldiFbankOptions>(file)).compute(x);
+      const torch::Tensor actual = mfcc
+                                       ? KaldiMfcc(options_of<KaldiMfccOptions>(file)).compute(x)
+                                       : KaldiFbank(options_of<KaldiFbankOptions>(file)).compute(x);
       const bool log_fbank = mfcc || options_of<KaldiFbankOptions>(file).use_log_fbank;
       const torch::Tensor expected = file.tensor("expected");
       if (log_fbank) {
@@ -65,7 +70,8 @@ TEST_CASE("Kaldi fbank and MFCC options equal torchaudio.compliance.kaldi",
 
 TEST_CASE("MelSpectrogram options equal torchaudio.transforms.MelSpectrogram",
           "[features][mel][parity]") {
-  for (const char* name : {"melspec_power1_nocenter", "melspec_constant_normalized", "melspec_22050"}) {
+  for (const char* name :
+       {"melspec_power1_nocenter", "melspec_constant_normalized", "melspec_22050"}) {
     SECTION(name) {
       const SafetensorsFile file(
           test::data_path(std::string("features/extra/") + name + ".safetensors"));

@@ -7,7 +7,7 @@
 #include "alto/core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  audio::DecodeOptions options;
+  alto::audio::DecodeOptions options;
   options.mono = (size & 1) != 0;
   if (size & 2) options.sample_rate = 16000;
   try {

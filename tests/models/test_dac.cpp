@@ -3,8 +3,6 @@
 // MANIFEST.md there): codes exactly, every continuous stage at its stated tolerance, from the
 // folded checkpoint and from both weight-norm spellings.
 
-#include "alto/models/dac.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -14,6 +12,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
+#include "alto/models/dac.h"
 #include "models/golden_model.h"
 #include "test_util.h"
 
@@ -29,11 +28,10 @@ const char* const kGoldenFolders[] = {"dac-16khz-tiny-random", "dac-44khz-tiny-r
 
 // The golden folder's config with another checkpoint file.
 std::shared_ptr<const Dac> load(const GoldenModel& golden, const std::string& checkpoint) {
-  return std::make_shared<const Dac>(
-      DacConfig::from_json(golden.dir()), alto::SafetensorsCheckpoint(checkpoint),
-      alto::LoadOptions{},
-      alto::models::DacFeatureExtractorOptions::from_json(golden.dir() +
-                                                          "/preprocessor_config.json"));
+  return std::make_shared<const Dac>(DacConfig::from_json(golden.dir()),
+                                     alto::SafetensorsCheckpoint(checkpoint), alto::LoadOptions{},
+                                     alto::models::DacFeatureExtractorOptions::from_json(
+                                         golden.dir() + "/preprocessor_config.json"));
 }
 
 // model.weight_norm.safetensors with torch.nn.utils.parametrize's names instead of
@@ -45,7 +43,8 @@ std::string parametrized_copy(const GoldenModel& golden) {
     return name.substr(0, name.size() - from.size()) + to;
   };
   auto ends_with = [](const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   for (const auto& name : original.names()) {
     std::string renamed = name;
@@ -55,9 +54,8 @@ std::string parametrized_copy(const GoldenModel& golden) {
       renamed = rename(name, "weight_v", "parametrizations.weight.original1");
     tensors.emplace_back(renamed, original.tensor(name));
   }
-  const std::string path =
-      alto::test::temp_path(std::filesystem::path(golden.dir()).filename().string() +
-                            "-parametrized.safetensors");
+  const std::string path = alto::test::temp_path(
+      std::filesystem::path(golden.dir()).filename().string() + "-parametrized.safetensors");
   alto::save_safetensors(path, tensors);
   return path;
 }
@@ -74,8 +72,8 @@ TEST_CASE("DacConfig reads config.json with transformers' names and defaults", "
   CHECK(c16.n_codebooks == 4);
   CHECK(c16.codebook_size == 64);
   CHECK(c16.codebook_dim == 8);
-  const DacConfig c44 = DacConfig::from_json(GoldenModel("dac-44khz-tiny-random").dir() +
-                                             "/config.json");
+  const DacConfig c44 =
+      DacConfig::from_json(GoldenModel("dac-44khz-tiny-random").dir() + "/config.json");
   CHECK(c44.sampling_rate == 44100);
   CHECK(c44.hop_length() == 512);
 
@@ -235,8 +233,8 @@ TEST_CASE("DAC batches independent clips", "[codec][dac]") {
   CHECK(torch::equal(codes[0], model->encode(x).codes[0]));
   CHECK(torch::equal(codes[1], model->encode(x.flip(-1) * 0.5).codes[0]));
   const torch::Tensor audio = model->decode(AudioCodes{codes, {}});
-  CHECK(torch::allclose(audio[0], model->decode(AudioCodes{codes.narrow(0, 0, 1), {}})[0], 0,
-                        1e-5));
+  CHECK(
+      torch::allclose(audio[0], model->decode(AudioCodes{codes.narrow(0, 0, 1), {}})[0], 0, 1e-5));
 }
 
 TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec][dac]") {
@@ -254,9 +252,9 @@ TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec
 
   AudioEncodeOptions too_many;
   too_many.num_quantizers = 5;
-  CHECK_THROWS_WITH(model->encode(torch::zeros({1, 1, 320}), too_many),
-                    Catch::Contains("num_quantizers") && Catch::Contains("[0, 4]") &&
-                        Catch::Contains("got 5"));
+  CHECK_THROWS_WITH(
+      model->encode(torch::zeros({1, 1, 320}), too_many),
+      Catch::Contains("num_quantizers") && Catch::Contains("[0, 4]") && Catch::Contains("got 5"));
   AudioEncodeOptions negative;
   negative.num_quantizers = -1;
   CHECK_THROWS_WITH(model->num_codebooks(negative), Catch::Contains("num_quantizers"));
@@ -275,9 +273,9 @@ TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec
   CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, -1)), Catch::Contains("[0, 64)"));
   CHECK_THROWS_WITH(model->decode(AudioCodes{torch::zeros({1, 4, 3}, torch::kInt32), {}}),
                     Catch::Contains("int64"));
-  CHECK_THROWS_WITH(model->decode(AudioCodes{torch::zeros({1, 4, 3}, torch::kInt64),
-                                             torch::ones({1, 1, 1, 1})}),
-                    Catch::Contains("scales"));
+  CHECK_THROWS_WITH(
+      model->decode(AudioCodes{torch::zeros({1, 4, 3}, torch::kInt64), torch::ones({1, 1, 1, 1})}),
+      Catch::Contains("scales"));
   CHECK_THROWS_WITH(model->decode_latents(torch::zeros({1, 64, 3})),
                     Catch::Contains("[batch, 128, frames]"));
   CHECK_THROWS_WITH(model->quantize(torch::zeros({1, 64, 3})),
@@ -307,7 +305,8 @@ TEST_CASE("DAC checkpoint folder errors", "[codec][dac]") {
   CHECK_THROWS_WITH(
       Dac::from_pretrained(damaged),
       Catch::Contains("1 missing, 1 unexpected, 1 mis-shaped") &&
-          Catch::Contains("missing: encoder.block.1.res_unit2.snake1.alpha (expected [1, 16, 1])") &&
+          Catch::Contains(
+              "missing: encoder.block.1.res_unit2.snake1.alpha (expected [1, 16, 1])") &&
           Catch::Contains("unexpected: quantizer.quantizers.4.codebook.weight [64, 8]") &&
           Catch::Contains("mis-shaped: quantizer.quantizers.2.codebook.weight: expected [64, 8], "
                           "found [32, 8]"));

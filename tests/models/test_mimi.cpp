@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
-#include "alto/core/checkpoint.h"
 #include "alto/models/blocks/streaming_transformer.h"
 #include "alto/models/mimi.h"
 #include "alto/tokenizers/audio_tokenizer.h"

@@ -1,8 +1,6 @@
 // BpeTokenizer against tests/data/tokenizers/whisper-multilingual (copied from
 // ../shared/golden/tokenizers; README.md there): every case, through all three loaders.
 
-#include "alto/tokenizers/bpe_tokenizer.h"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +8,7 @@
 
 #include "alto/core/error.h"
 #include "alto/models/whisper/decoding.h"
+#include "alto/tokenizers/bpe_tokenizer.h"
 #include "test_util.h"
 
 using alto::tokenizers::BpeTokenizer;
@@ -35,9 +34,10 @@ std::vector<std::pair<std::string, BpeTokenizer>> loaders() {
                 fs::copy_options::overwrite_existing);
   for (const char* f : {"vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json"})
     fs::copy_file(kDir + "/" + f, hf_slow + "/" + f, fs::copy_options::overwrite_existing);
-  return {{"tokenizer.json", *BpeTokenizer::from_pretrained(hf_json)},
-          {"vocab.json+merges.txt", *BpeTokenizer::from_pretrained(hf_slow)},
-          {"multilingual.tiktoken", *BpeTokenizer::from_pretrained(kDir + "/multilingual.tiktoken")}};
+  return {
+      {"tokenizer.json", *BpeTokenizer::from_pretrained(hf_json)},
+      {"vocab.json+merges.txt", *BpeTokenizer::from_pretrained(hf_slow)},
+      {"multilingual.tiktoken", *BpeTokenizer::from_pretrained(kDir + "/multilingual.tiktoken")}};
 }
 
 std::vector<int64_t> ids_of(const json& j) { return j.get<std::vector<int64_t>>(); }
@@ -74,8 +74,7 @@ TEST_CASE("every encoding and decoding case, through every loader", "[tokenizer]
       const auto ids = ids_of(c["ids"]);
       CHECK(t.encode(text) == ids);
       CHECK(t.encode(text, /*split_special_tokens=*/true) == ids_of(c["ids_plain"]));
-      if (!c["openai_encode_default"].is_null())
-        CHECK(ids_of(c["openai_encode_default"]) == ids);
+      if (!c["openai_encode_default"].is_null()) CHECK(ids_of(c["openai_encode_default"]) == ids);
       const auto tokens = c["tokens"].get<std::vector<std::string>>();
       REQUIRE(tokens.size() == ids.size());
       for (size_t k = 0; k < ids.size(); ++k) {
@@ -138,8 +137,9 @@ TEST_CASE("Whisper's special tokens by name, and offsets", "[tokenizer]") {
   CHECK(any->encode("Hello world") ==
         BpeTokenizer::from_pretrained(alto::test::data_path("tokenizers/whisper-multilingual"))
             ->encode("Hello world"));
-  CHECK_THROWS_AS(alto::tokenizers::TextTokenizer::from_pretrained(alto::test::data_path("features")),
-                  alto::IoError);
+  CHECK_THROWS_AS(
+      alto::tokenizers::TextTokenizer::from_pretrained(alto::test::data_path("features")),
+      alto::IoError);
 }
 
 TEST_CASE("tokenizer files that are missing or corrupt", "[tokenizer]") {

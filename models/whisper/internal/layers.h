@@ -79,7 +79,7 @@ TORCH_MODULE(Attention);
 
 // softmax(q k^T + mask) v for q [.., Tq, hd], k/v [.., S, hd]; q is pre-scaled.
 inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                     const torch::Tensor& mask, torch::Tensor* weights) {
+                            const torch::Tensor& mask, torch::Tensor* weights) {
   torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
   if (mask.defined()) scores.add_(mask);
   torch::Tensor probs = torch::softmax(scores, -1);
@@ -88,7 +88,7 @@ inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, cons
 }
 
 inline torch::Tensor feed_forward(const torch::Tensor& x, const Linear& fc1, const Linear& fc2,
-                           Activation activation) {
+                                  Activation activation) {
   return fc2->forward(blocks::activate(fc1->forward(x), activation));
 }
 

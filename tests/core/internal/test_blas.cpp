@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "alto/core/internal/blas.h"
 #include "alto/core/error.h"
+#include "alto/core/internal/blas.h"
 #include "alto/core/threading.h"
 
 using namespace alto;
@@ -50,10 +50,11 @@ torch::Tensor naive_mm(const torch::Tensor& a, const torch::Tensor& b) {
 void check_gemm_correct(const std::string& core) {
   torch::manual_seed(7);
   // Odd sizes reach the kernels' edge paths; the large one runs full blocks.
-  for (const auto& [m, k, n] : {std::tuple<int64_t, int64_t, int64_t>{67, 129, 95},
-                                {300, 384, 257}}) {
+  for (const auto& [m, k, n] :
+       {std::tuple<int64_t, int64_t, int64_t>{67, 129, 95}, {300, 384, 257}}) {
     const auto a = torch::randn({m, k}), b = torch::randn({k, n});
-    const double err = (torch::mm(a, b).to(torch::kFloat64) - naive_mm(a, b)).abs().max().item<double>();
+    const double err =
+        (torch::mm(a, b).to(torch::kFloat64) - naive_mm(a, b)).abs().max().item<double>();
     INFO("core " << core << ", " << m << "x" << k << "x" << n << ": max abs error " << err);
     CHECK(err < 1e-4 * std::sqrt(static_cast<double>(k)) * 4);
   }
@@ -133,8 +134,9 @@ TEST_CASE("choose_blas_core switches only a core below the CPU's level", "[blas]
   CHECK(choose_blas_core("cooperlake", skx, nullptr, nullptr).core.empty());
   CHECK(choose_blas_core("Prescott", skx, nullptr, "auto").core == "SkylakeX");
 
-  CHECK(choose_blas_core("Prescott", synthetic_cpu("GenuineIntel", "avx2"), nullptr, nullptr).core ==
-        "Haswell");
+  CHECK(
+      choose_blas_core("Prescott", synthetic_cpu("GenuineIntel", "avx2"), nullptr, nullptr).core ==
+      "Haswell");
   CHECK(choose_blas_core("Nehalem", synthetic_cpu("AuthenticAMD", "avx2"), nullptr, nullptr).core ==
         "Zen");
   CHECK(choose_blas_core("Core2", synthetic_cpu("GenuineIntel", "avx"), nullptr, nullptr).core ==
@@ -150,8 +152,8 @@ TEST_CASE("choose_blas_core switches only a core below the CPU's level", "[blas]
   SECTION("the user's OPENBLAS_CORETYPE wins") {
     choice = choose_blas_core("Prescott", skx, "Prescott", nullptr);
     CHECK(choice.core.empty());
-    CHECK_THAT(choice.reason, Catch::Contains("OPENBLAS_CORETYPE=Prescott") &&
-                                  Catch::Contains("SkylakeX"));
+    CHECK_THAT(choice.reason,
+               Catch::Contains("OPENBLAS_CORETYPE=Prescott") && Catch::Contains("SkylakeX"));
   }
   SECTION("ALTO_BLAS_CORETYPE=keep opts out; another value is reported") {
     choice = choose_blas_core("Prescott", skx, nullptr, "keep");
@@ -215,8 +217,8 @@ namespace {
 
 // `alto [global] info --json` run under `env ENV_ARGS`, parsed.
 nlohmann::json cli_info(const std::string& env_args, const std::string& global = "") {
-  const std::string command = "env " + env_args + " " + ALTO_CLI_PATH + " " + global +
-                              " info --json";
+  const std::string command =
+      "env " + env_args + " " + ALTO_CLI_PATH + " " + global + " info --json";
   INFO(command);
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);

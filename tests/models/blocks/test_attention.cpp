@@ -2,13 +2,12 @@
 // causal and sliding-window masks, key padding (a left-padded batch equals each row alone),
 // and cached decoding equal to recomputing the whole prefix.
 
-#include "alto/models/blocks/attention.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/blocks/attention.h"
 
 using namespace alto::models::blocks;  // NOLINT
 
@@ -76,9 +75,9 @@ TEST_CASE("grouped-query attention equals repeat_kv attention", "[models][blocks
   CHECK(torch::allclose(out, eager(q, k, v, mask, 0.35), 1e-6, 1e-6));
   CHECK(weights.sizes() == torch::IntArrayRef({2, 6, 5, 7}));
   CHECK(torch::allclose(weights.sum(-1), torch::ones({2, 6, 5}, torch::kFloat64)));
-  CHECK_THROWS_WITH(scaled_dot_product_attention(q, k.narrow(1, 0, 1).repeat({1, 4, 1, 1}), v,
-                                                 {}, 1.0),
-                    Catch::Contains("heads a multiple of kv_heads"));
+  CHECK_THROWS_WITH(
+      scaled_dot_product_attention(q, k.narrow(1, 0, 1).repeat({1, 4, 1, 1}), v, {}, 1.0),
+      Catch::Contains("heads a multiple of kv_heads"));
 }
 
 TEST_CASE("cached decoding equals the whole prefix; left padding equals the row alone",
@@ -118,8 +117,10 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   // A batch of a 9-token row and a 6-token row left-padded by 3: each equals its row alone,
   // positions counted from the first real token as transformers' position_ids do.
   const torch::Tensor shorter = torch::randn({1, 6, 24}, torch::kFloat64);
-  const torch::Tensor batch = torch::cat({x, torch::cat({torch::zeros({1, 3, 24}, torch::kFloat64), shorter}, 1)});
-  const torch::Tensor padding = torch::tensor({{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 1, 1, 1, 1, 1}});
+  const torch::Tensor batch =
+      torch::cat({x, torch::cat({torch::zeros({1, 3, 24}, torch::kFloat64), shorter}, 1)});
+  const torch::Tensor padding =
+      torch::tensor({{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 1, 1, 1, 1, 1}});
   const torch::Tensor positions = (padding.cumsum(1) - 1).clamp_min(0);
   auto [cb, sb] = rope.cos_sin(positions);
   const torch::Tensor out = attention->forward(
@@ -130,6 +131,7 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
 
   SelfAttentionOptions bad = gqa_options();
   bad.num_key_value_heads = 4;
-  CHECK_THROWS_WITH(SelfAttention(bad, torch::TensorOptions()),
-                    Catch::Contains("num_key_value_heads must divide num_attention_heads, got 6 and 4"));
+  CHECK_THROWS_WITH(
+      SelfAttention(bad, torch::TensorOptions()),
+      Catch::Contains("num_key_value_heads must divide num_attention_heads, got 6 and 4"));
 }

@@ -1,10 +1,10 @@
 // models/blocks/mlp: the gated (SwiGLU) and plain MLPs against their definitions.
 
-#include "alto/models/blocks/mlp.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+
+#include "alto/models/blocks/mlp.h"
 
 using namespace alto::models::blocks;  // NOLINT
 
@@ -20,7 +20,8 @@ TEST_CASE("the gated MLP is down(silu(gate x) * up x), the plain one fc2(act(fc1
   CHECK(torch::allclose(gated->forward(x), expected, 1e-5, 1e-5));
   std::vector<std::string> names;
   for (const auto& item : gated->named_parameters()) names.push_back(item.key());
-  CHECK(names == std::vector<std::string>{"gate_proj.weight", "up_proj.weight", "down_proj.weight"});
+  CHECK(names ==
+        std::vector<std::string>{"gate_proj.weight", "up_proj.weight", "down_proj.weight"});
 
   Mlp plain(6, 10, true, Activation::kGelu, torch::TensorOptions());
   for (auto& p : plain->parameters()) p.copy_(torch::randn(p.sizes()));

@@ -1,11 +1,11 @@
 // models/blocks/norm: RMSNorm as transformers' LlamaRMSNorm (float32 inside, any input dtype)
 // and LayerNorm as torch.nn.LayerNorm.
 
-#include "alto/models/blocks/norm.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+
+#include "alto/models/blocks/norm.h"
 
 using namespace alto::models::blocks;  // NOLINT
 
@@ -21,7 +21,8 @@ TEST_CASE("RMSNorm and LayerNorm equal their definitions", "[models][blocks][nor
   // bfloat16 input: normalised in float32, cast back before the weight, as transformers does.
   const torch::Tensor xb = x.to(torch::kBFloat16);
   const torch::Tensor xf = xb.to(torch::kFloat32);
-  const torch::Tensor inner = (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + 1e-6)).to(torch::kBFloat16);
+  const torch::Tensor inner =
+      (xf * torch::rsqrt(xf.pow(2).mean(-1, true) + 1e-6)).to(torch::kBFloat16);
   CHECK(torch::equal(rms->forward(xb), rms->weight * inner));
 
   LayerNorm ln(8, 1e-5, torch::TensorOptions());

@@ -2,14 +2,13 @@
 // Meta's per-frequency definition), rotate-half = interleaved on permuted dimensions, per-row
 // positions, and the relative-position property that makes RoPE RoPE.
 
-#include "alto/models/blocks/rope.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "alto/core/error.h"
+#include "alto/models/blocks/rope.h"
 
 using namespace alto::models::blocks;  // NOLINT
 
@@ -50,9 +49,12 @@ TEST_CASE("RoPE inverse frequencies follow rope_scaling", "[models][blocks][rope
     const double base = plain[i].item<float>();
     const double expected = llama3_frequency(base, o.rope_scaling);
     CHECK(llama[i].item<float>() == Approx(expected).epsilon(1e-5));
-    if (expected == base) ++kept;
-    else if (std::abs(expected - base / 8) < 1e-12 * base) ++divided;
-    else ++smoothed;
+    if (expected == base)
+      ++kept;
+    else if (std::abs(expected - base / 8) < 1e-12 * base)
+      ++divided;
+    else
+      ++smoothed;
   }
   CHECK(kept > 0);
   CHECK(divided > 0);

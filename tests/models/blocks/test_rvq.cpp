@@ -2,14 +2,13 @@
 // a brute-force search, first index on ties, decode = sum of codewords, and the checkpoint names.
 // The golden checks are in the codec tests (test_encodec.cpp, test_mimi.cpp, test_dac.cpp).
 
-#include "alto/models/blocks/rvq.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "alto/core/error.h"
+#include "alto/models/blocks/rvq.h"
 #include "features/golden.h"
 
 using namespace alto::models::blocks;
@@ -48,13 +47,13 @@ TEST_CASE("RVQ registers the checkpoints' names", "[codec][rvq]") {
   CHECK(names(*encodec).count("layers.0.codebook.embed_avg"));
   CHECK(names(*encodec).size() == 12);
   ResidualVectorQuantizer mimi(options(CodebookKind::kMimi, 6), torch::TensorOptions());
-  CHECK(names(*mimi) == std::set<std::string>{
-                            "input_proj.weight", "output_proj.weight",
-                            "layers.0.codebook.initialized", "layers.0.codebook.cluster_usage",
-                            "layers.0.codebook.embed_sum", "layers.1.codebook.initialized",
-                            "layers.1.codebook.cluster_usage", "layers.1.codebook.embed_sum",
-                            "layers.2.codebook.initialized", "layers.2.codebook.cluster_usage",
-                            "layers.2.codebook.embed_sum"});
+  CHECK(names(*mimi) ==
+        std::set<std::string>{"input_proj.weight", "output_proj.weight",
+                              "layers.0.codebook.initialized", "layers.0.codebook.cluster_usage",
+                              "layers.0.codebook.embed_sum", "layers.1.codebook.initialized",
+                              "layers.1.codebook.cluster_usage", "layers.1.codebook.embed_sum",
+                              "layers.2.codebook.initialized", "layers.2.codebook.cluster_usage",
+                              "layers.2.codebook.embed_sum"});
   ResidualVectorQuantizer dac(options(CodebookKind::kDac, 6), torch::TensorOptions());
   CHECK(names(*dac).count("quantizers.1.in_proj.weight"));
   CHECK(names(*dac).count("quantizers.1.out_proj.bias"));
@@ -147,8 +146,10 @@ TEST_CASE("Mimi's split RVQ concatenates semantic and acoustic codes", "[codec][
   const torch::Tensor latent = torch::randn({1, 6, 5});
   const torch::Tensor codes = split->encode(latent);
   REQUIRE(codes.sizes() == torch::IntArrayRef({1, 4, 5}));
-  CHECK(torch::equal(codes.narrow(1, 0, 1), split->semantic_residual_vector_quantizer->encode(latent)));
-  CHECK(torch::equal(codes.narrow(1, 1, 3), split->acoustic_residual_vector_quantizer->encode(latent)));
+  CHECK(torch::equal(codes.narrow(1, 0, 1),
+                     split->semantic_residual_vector_quantizer->encode(latent)));
+  CHECK(torch::equal(codes.narrow(1, 1, 3),
+                     split->acoustic_residual_vector_quantizer->encode(latent)));
   CHECK(torch::equal(split->encode(latent, 2), codes.narrow(1, 0, 2)));
   alto::test::require_close(
       split->decode(codes),

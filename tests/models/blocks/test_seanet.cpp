@@ -2,14 +2,13 @@
 // the offline pass for every padding mode, strides, groups and trim ratios EnCodec and Mimi use;
 // offline padding reproduces transformers' formulas. The golden checks are in test_encodec.cpp.
 
-#include "alto/models/blocks/seanet.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <random>
 
 #include "alto/core/error.h"
+#include "alto/models/blocks/seanet.h"
 #include "features/golden.h"
 
 using namespace alto::models::blocks;
@@ -87,8 +86,7 @@ TEST_CASE("StreamableConv1d pads as transformers", "[codec][seanet]") {
   const torch::Tensor x = torch::arange(1, 6, torch::kFloat32).view({1, 1, 5});
   CHECK(torch::equal(conv->forward(x), torch::tensor({3.f, 2.f, 1.f, 2.f, 3.f}).view({1, 1, 5})));
   // Too short to reflect: transformers inserts zeros first.
-  CHECK(torch::equal(conv->forward(x.narrow(2, 0, 2)),
-                     torch::tensor({0.f, 2.f}).view({1, 1, 2})));
+  CHECK(torch::equal(conv->forward(x.narrow(2, 0, 2)), torch::tensor({0.f, 2.f}).view({1, 1, 2})));
 
   CHECK_THROWS_AS(parse_pad_mode("circular", "cfg.pad_mode"), alto::InvalidArgument);
   CHECK_THROWS_AS(parse_conv_norm("spectral_norm", "cfg.norm_type"), alto::InvalidArgument);
@@ -123,8 +121,7 @@ TEST_CASE("StreamableConv1d streams like its offline pass", "[codec][seanet][str
   CHECK_THROWS_AS(conv->step(torch::zeros({1, 1, 4}), state), alto::Unsupported);
 }
 
-TEST_CASE("StreamableConvTranspose1d streams like its offline pass",
-          "[codec][seanet][streaming]") {
+TEST_CASE("StreamableConvTranspose1d streams like its offline pass", "[codec][seanet][streaming]") {
   for (const auto& [stride, groups, trim] : std::vector<std::tuple<int64_t, int64_t, double>>{
            {2, 1, 1.0}, {5, 1, 1.0}, {2, 8, 1.0}, {4, 1, 0.5}, {3, 1, 0.0}}) {
     StreamableConvTranspose1dOptions o;
@@ -186,8 +183,7 @@ TEST_CASE("SEANet encoder and decoder stream like their offline pass",
       alto::test::require_close(streamed, latent, 1e-4, 0, std::nullopt, "encoder stream");
       const torch::Tensor streamed_audio = stream(decoder, decoder->init_state(), latent, sizes);
       REQUIRE(streamed_audio.sizes() == decoded.sizes());
-      alto::test::require_close(streamed_audio, decoded, 1e-4, 0, std::nullopt,
-                                "decoder stream");
+      alto::test::require_close(streamed_audio, decoded, 1e-4, 0, std::nullopt, "decoder stream");
     }
 
     // reset() forgets every layer's state: a reset stream reproduces a fresh one.

@@ -1,13 +1,12 @@
 // WhisperDecoder on the golden tiny checkpoint: the reference's greedy loop, beam search
 // bookkeeping, Whisper's timestamp rules, language detection and the no-speech probability.
 
-#include "alto/models/whisper/decoding.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/whisper/decoding.h"
 #include "models/golden_model.h"
 
 using namespace alto::models;
@@ -90,7 +89,8 @@ TEST_CASE("greedy decoding without rules is the reference's greedy loop", "[whis
   CHECK(result.avg_logprob == Approx(result.sum_logprob / 25));
 
   // The no-speech probability is read at <|startoftranscript|>, as the reference's logits say.
-  const auto at_sot = torch::softmax(f.golden.tensor("decoder.logits")[0][0].to(torch::kFloat64), 0);
+  const auto at_sot =
+      torch::softmax(f.golden.tensor("decoder.logits")[0][0].to(torch::kFloat64), 0);
   CHECK(result.no_speech_prob == Approx(at_sot[50362].item<double>()).epsilon(1e-4));
 }
 

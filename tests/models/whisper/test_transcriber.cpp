@@ -1,13 +1,12 @@
 // WhisperTranscriber: windows, seeking, fallback bookkeeping and the compression ratio, on the
 // golden tiny checkpoint with the golden tokenizer.
 
-#include "alto/models/whisper/transcriber.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/whisper/transcriber.h"
 #include "models/golden_model.h"
 #include "test_util.h"
 
@@ -49,8 +48,8 @@ TEST_CASE("a short clip is one window decoded as the decoder does", "[whisper][t
   const auto transcript = t->transcribe(golden_audio(), o);
   // The same window through the decoder, from the reference's own 30 s features.
   alto::test::GoldenModel golden("whisper-tiny-random");
-  const auto expected = t->decoder().decode(t->model().encode(golden.tensor("input_features")),
-                                           o.decoding);
+  const auto expected =
+      t->decoder().decode(t->model().encode(golden.tensor("input_features")), o.decoding);
   CHECK(transcript.language == "en");
   CHECK(transcript.text == t->tokenizer().decode(expected.tokens));
   REQUIRE(transcript.segments.size() == 1);
@@ -91,7 +90,7 @@ TEST_CASE("transcriber rejects bad input", "[whisper][transcribe]") {
   auto o = greedy();
   o.temperatures.clear();
   CHECK_THROWS_WITH(t->transcribe(golden_audio(), o), Catch::Contains("temperatures"));
-  CHECK_THROWS_AS(WhisperTranscriber::from_pretrained(
-                      alto::test::data_path("models/whisper-tiny-random")),
-                  alto::IoError);  // the golden folder ships no tokenizer
+  CHECK_THROWS_AS(
+      WhisperTranscriber::from_pretrained(alto::test::data_path("models/whisper-tiny-random")),
+      alto::IoError);  // the golden folder ships no tokenizer
 }

@@ -1,8 +1,6 @@
 // Whisper against transformers' WhisperForConditionalGeneration on the golden tiny checkpoints
 // (tests/data/models/whisper-*, copied from ../shared/golden/models; MANIFEST.md there).
 
-#include "alto/models/whisper/whisper.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -11,12 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "alto/core/error.h"
+#include "alto/models/whisper/whisper.h"
 #include "features/golden.h"
 #include "models/golden_model.h"
 #include "test_util.h"
 
-using alto::models::Intermediates;
 using alto::LoadOptions;
+using alto::models::Intermediates;
 using alto::models::Whisper;
 using alto::test::GoldenModel;
 
@@ -74,8 +73,8 @@ TEST_CASE("Whisper encoder and decoder match transformers", "[whisper][models]")
     // The decoder on transformers' own encoder output, the whole prompt at once.
     auto state = model.start(golden.tensor("encoder.last_hidden_state"));
     Intermediates decoder_inter;
-    const torch::Tensor logits = model.decode(golden.tensor("decoder.prompt_ids"), state,
-                                              &decoder_inter);
+    const torch::Tensor logits =
+        model.decode(golden.tensor("decoder.prompt_ids"), state, &decoder_inter);
     golden.require_matches(logits, "decoder.logits");
     golden.require_matches(find(decoder_inter, "model.decoder.embeddings"),
                            "decoder.hidden_states.0");
@@ -167,15 +166,14 @@ TEST_CASE("Whisper load options", "[whisper][models]") {
   const torch::Tensor hidden = model.encode(golden.tensor("input_features"));
   CHECK(hidden.scalar_type() == torch::kBFloat16);
   const torch::Tensor expected = golden.tensor("encoder.last_hidden_state");
-  const double relative = ((hidden.to(torch::kFloat32) - expected).norm() / expected.norm())
-                              .item<double>();
+  const double relative =
+      ((hidden.to(torch::kFloat32) - expected).norm() / expected.norm()).item<double>();
   // libtorch's CPU bfloat16 convolution rounds its accumulator on CPUs without AVX512-BF16
   // (4% error per conv measured on an AVX2 EPYC, 0.3% on AVX512 Xeons), so the bound leaves room
   // for that; a wrong layer would be off by ~100%.
   CHECK(relative < 0.3);
   auto state = model.start(hidden);
-  CHECK(model.decode(golden.tensor("decoder.prompt_ids"), state).scalar_type() ==
-        torch::kFloat32);
+  CHECK(model.decode(golden.tensor("decoder.prompt_ids"), state).scalar_type() == torch::kFloat32);
 }
 
 TEST_CASE("Whisper rejects bad inputs with the expected shape", "[whisper][models]") {
@@ -185,7 +183,8 @@ TEST_CASE("Whisper rejects bad inputs with the expected shape", "[whisper][model
                     Catch::Contains("[batch, 80, 3000]") && Catch::Contains("[1, 80, 2999]"));
   CHECK_THROWS_WITH(model.encode(torch::zeros({80, 3000})), Catch::Contains("[batch, 80, 3000]"));
   CHECK_THROWS_AS(model.encode(torch::zeros({1, 80, 3000}, torch::kInt64)), alto::Error);
-  CHECK_THROWS_WITH(model.start(torch::zeros({1, 1500, 32})), Catch::Contains("[audios, frames, 64]"));
+  CHECK_THROWS_WITH(model.start(torch::zeros({1, 1500, 32})),
+                    Catch::Contains("[audios, frames, 64]"));
 
   auto state = model.start(golden.tensor("encoder.last_hidden_state"));
   CHECK_THROWS_WITH(model.decode(torch::tensor({{51865}}, torch::kInt64), state),

@@ -1,16 +1,14 @@
 // models/whisper/whisper_encoder: the encoder loaded alone, under Whisper's own prefix and under
 // an audio LM's ("audio_tower." beside a text model's tensors), equals the full model's encoder.
 
-#include "alto/models/whisper/whisper_encoder.h"
-
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "alto/core/error.h"
-#include "alto/models/audio_encoder.h"
 #include "alto/models/whisper/whisper.h"
+#include "alto/models/whisper/whisper_encoder.h"
 #include "models/golden_model.h"
 #include "test_util.h"
 
@@ -43,8 +41,8 @@ TEST_CASE("the Whisper encoder loads alone under any prefix", "[whisper][models]
   std::filesystem::create_directories(dir);
   alto::save_safetensors(dir + "/model.safetensors", tensors, {});
   alto::models::Intermediates inter;
-  const auto tower = WhisperEncoder::from_checkpoint(config, alto::SafetensorsCheckpoint(dir),
-                                                     "audio_tower.");
+  const auto tower =
+      WhisperEncoder::from_checkpoint(config, alto::SafetensorsCheckpoint(dir), "audio_tower.");
   CHECK(torch::equal(tower->encode(features, &inter), expected));
   CHECK(inter.tensors.front().first == "audio_tower.conv1");
 
@@ -56,24 +54,4 @@ TEST_CASE("the Whisper encoder loads alone under any prefix", "[whisper][models]
       WhisperEncoder::from_checkpoint(config, alto::SafetensorsCheckpoint(dir), "audio_tower."),
       Catch::Contains("1 missing, 1 unexpected") && Catch::Contains("audio_tower.extra.weight") &&
           !Catch::Contains("language_model"));
-}
-
-TEST_CASE("AudioEncoder::from_pretrained finds Whisper by model_type", "[whisper][models]") {
-  const GoldenModel golden("whisper-tiny-random");
-  const auto encoder = alto::models::AudioEncoder::from_pretrained(golden.dir());
-  CHECK(encoder->max_seconds() == 30);
-  CHECK(encoder->feature_extractor().name() == "whisper");
-  // Features of a clip through the encoder equal the model's own encoder on those features.
-  const torch::Tensor wave = torch::sin(torch::arange(16000) * 0.05) * 0.3;
-  const alto::models::AudioEmbedding e = encoder->embed(wave);
-  CHECK(e.input_features.sizes() == torch::IntArrayRef({1, 80, 3000}));
-  CHECK(torch::equal(e.last_hidden_state,
-                     Whisper::from_pretrained(golden.dir())->encode(e.input_features)));
-  CHECK(alto::models::audio_encoders().find("whisper") != nullptr);
-  CHECK_THROWS_AS(alto::models::AudioEncoder::from_pretrained(
-                      alto::test::data_path("models/mimi-tiny-random")),
-                  alto::Unsupported);
-  CHECK_THROWS_WITH(alto::models::AudioEncoder::from_pretrained(
-                        alto::test::data_path("models/mimi-tiny-random")),
-                    Catch::Contains("unknown audio encoder model_type 'mimi'"));
 }
