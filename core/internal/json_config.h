@@ -87,7 +87,12 @@ class JsonConfig {
   /// of the wrong kind is an error naming the file and the key.
   template <typename T>
   T read(const OptionSchema<T>& schema, T out = T{}) const {
-    for (const auto& [name, value] : option_values(schema.fields())) {
+    // In the schema's order, so that of two keys for one field the later one wins.
+    const OptionValues values = option_values(schema.fields());
+    for (const auto& field : schema.fields()) {
+      const auto it = values.find(field.name);
+      if (it == values.end()) continue;
+      const auto& [name, value] = *it;
       try {
         schema.set(out, {{name, value}});
       } catch (const Error& e) {

@@ -11,6 +11,8 @@ namespace alto::models::blocks {
 const OptionSchema<RopeScaling>& RopeScaling::schema() {
   static const auto schema =
       OptionSchema<RopeScaling>("RopeScaling")
+          // Older configs say "type"; "rope_type", read after it, wins as in transformers.
+          .field("type", &RopeScaling::rope_type, "Older spelling of rope_type")
           .field("rope_type", &RopeScaling::rope_type, "default | linear | llama3")
           .field("factor", &RopeScaling::factor, "Scaling factor")
           .field("low_freq_factor", &RopeScaling::low_freq_factor, "llama3: low band")

@@ -6,9 +6,12 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
 
 #include "alto/core/error.h"
+#include "alto/core/internal/json_config.h"
 #include "alto/models/blocks/rope.h"
+#include "test_util.h"
 
 using namespace alto::models::blocks;  // NOLINT
 
@@ -102,4 +105,24 @@ TEST_CASE("RoPE rotates by position, in either layout", "[models][blocks][rope]"
   CHECK(torch::allclose(yb[0], y[0]));
   auto [c3, s3] = half.cos_sin(positions + 3);
   CHECK(torch::allclose(yb[1], half.apply(x.narrow(0, 1, 1), c3, s3)[0]));
+}
+
+TEST_CASE("rope_scaling is read from config.json as transformers reads it",
+          "[models][blocks][rope]") {
+  const std::string path = alto::test::temp_path("rope_config.json");
+  std::ofstream(path) << R"({"rope_scaling": {"type": "linear", "factor": 2.0},
+    "text_config": {"rope_scaling": {"rope_type": "llama3", "type": "linear", "factor": 32,
+                    "original_max_position_embeddings": 8192}}})";
+  const auto config = alto::detail::JsonConfig::load(path);
+  const RopeScaling old = config.sub("rope_scaling").read(RopeScaling::schema());
+  CHECK(old.rope_type == "linear");
+  CHECK(old.factor == 2.0);
+  const RopeScaling nested =
+      config.sub("text_config").sub("rope_scaling").read(RopeScaling::schema());
+  CHECK(nested.rope_type == "llama3");  // rope_type wins over type
+  CHECK(nested.factor == 32.0);
+  std::ofstream(path) << R"({"rope_scaling": {"rope_type": "llama3", "factor": "big"}})";
+  CHECK_THROWS_WITH(
+      alto::detail::JsonConfig::load(path).sub("rope_scaling").read(RopeScaling::schema()),
+      Catch::Contains("field 'rope_scaling.factor'"));
 }
