@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -31,9 +32,42 @@ struct FeaturesArgs {
   bool resample = false;
   double waveform_scale = 1.0;
   bool no_pad = false;
-  /// Each option flag (without "--") and what the command line gave for it.
+  /// Each option flag (without "--") and the text the command line gave it last ("" for a
+  /// flag given without a value), filled by read_command_line.
   std::map<std::string, CLI::Option*> option_flags;
+  std::map<std::string, std::string> given;
 };
+
+bool is_bool_text(const std::string& text) {
+  return text.empty() || text == "true" || text == "false" || text == "1" || text == "0";
+}
+
+/// The inputs and flag values in command-line order. An extractor option may be given without a
+/// value (`--use-energy`), so CLI11 lets it take the next word: a word that is no boolean goes
+/// back to the inputs, in its place, and the flag reads as given alone.
+void read_command_line(const CLI::App& cmd, const CLI::Option* inputs_option, FeaturesArgs& a) {
+  std::map<const CLI::Option*, std::string> flag_of_option;
+  for (const auto& [flag, option] : a.option_flags) flag_of_option[option] = flag;
+  std::map<const CLI::Option*, size_t> seen;
+  std::vector<std::string> inputs;
+  for (const CLI::Option* option : cmd.parse_order()) {
+    const size_t k = seen[option]++;
+    if (option == inputs_option) {
+      inputs.push_back(a.inputs.at(k));
+      continue;
+    }
+    auto flag = flag_of_option.find(option);
+    if (flag == flag_of_option.end()) continue;
+    std::string text = option->results().at(k);
+    if (option->get_expected_min() == 0 && !is_bool_text(text) && text[0] != '-' &&
+        std::ifstream(text).good()) {
+      inputs.push_back(text);  // an input file taken as a flag's value
+      text.clear();
+    }
+    a.given[flag->second] = text;
+  }
+  a.inputs = inputs;
+}
 
 std::string flag_of(const std::string& field_name) {
   std::string flag = field_name;
@@ -47,7 +81,8 @@ std::string flag_of(const std::string& field_name) {
 OptionValues option_values(const FeatureExtractorEntry& entry, const FeaturesArgs& a) {
   OptionValues values;
   for (const auto& [flag, option] : a.option_flags) {
-    if (option->count() == 0) continue;
+    const auto text = a.given.find(flag);
+    if (text == a.given.end()) continue;
     const OptionField* field = nullptr;
     for (const auto& f : entry.fields) {
       if (flag_of(f.name) == flag) field = &f;
@@ -60,10 +95,10 @@ OptionValues option_values(const FeatureExtractorEntry& entry, const FeaturesArg
       throw InvalidArgument("--" + flag + " is not an option of the " + entry.name +
                             " extractor (its options: " + known + ")");
     }
-    const std::vector<std::string> given = option->as<std::vector<std::string>>();
-    ALTO_CHECK(!given.empty() || field->kind == OptionKind::kBool, "--", flag, " needs a value");
+    ALTO_CHECK(!text->second.empty() || field->kind == OptionKind::kBool, "--", flag,
+               " needs a value");
     values[field->name] =
-        parse_option_text(*field, given.empty() ? "true" : given.back(), "--" + flag);
+        parse_option_text(*field, text->second.empty() ? "true" : text->second, "--" + flag);
   }
   return values;
 }
@@ -133,7 +168,9 @@ void add_features_command(CLI::App& app) {
   for (const auto& name : registry.keys()) names += (names.empty() ? "" : ", ") + name;
   auto* cmd = app.add_subcommand("features", "Compute features (" + names + ") to safetensors");
   auto a = std::make_shared<FeaturesArgs>();
-  cmd->add_option("inputs", a->inputs, "Audio files; several make one padded batch")->required();
+  // Not required here: read_command_line may take an input back from a flag.
+  CLI::Option* inputs =
+      cmd->add_option("inputs", a->inputs, "Audio files; several make one padded batch");
   cmd->add_option("-o,--output", a->output, "Output .safetensors (tensor 'features')")->required();
   cmd->add_option("--extractor", a->extractor, "Extractor: " + names)
       ->check(CLI::IsMember(registry.keys()));
@@ -145,11 +182,13 @@ void add_features_command(CLI::App& app) {
   // One flag per field name or alias over all extractors; its help says which extractors take it
   // and their defaults.
   std::map<std::string, std::string> help;
+  std::map<std::string, bool> boolean;  // a flag whose fields are true/false may stand alone
   for (const auto& name : registry.keys()) {
     for (const auto& f : registry.find(name)->fields) {
       std::vector<std::string> flags = f.aliases;
       flags.insert(flags.begin(), flag_of(f.name));
       for (const auto& flag : flags) {
+        boolean[flag] = f.kind == OptionKind::kBool;
         std::string& h = help[flag];
         if (h.empty()) {
           h = f.help;
@@ -172,10 +211,14 @@ void add_features_command(CLI::App& app) {
     a->option_flags[flag] =
         cmd->add_option("--" + flag)
             ->description(text)
-            ->expected(0, 1)
+            ->expected(boolean[flag] ? 0 : 1, 1)
             ->group("Extractor options ([extractor: default] for each that takes it)");
   }
-  cmd->callback([a] { run_features(*a); });
+  cmd->callback([a, cmd, inputs] {
+    read_command_line(*cmd, inputs, *a);
+    ALTO_CHECK(!a->inputs.empty(), "alto features: give at least one input file");
+    run_features(*a);
+  });
 }
 
 }  // namespace alto::cli

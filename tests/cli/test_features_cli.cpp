@@ -129,3 +129,18 @@ TEST_CASE("alto features --sample-rate: Kaldi fbank and mel at 22.05 kHz equal t
   const std::string message((std::istreambuf_iterator<char>(in)), {});
   CHECK(message.find("--num-ceps is not an option of the mel extractor") != std::string::npos);
 }
+
+TEST_CASE("alto features: a boolean option stands alone or takes true/false, anywhere",
+          "[cli][features]") {
+  const std::string wav = test::data_path("features/extra/chirp_22050.wav");
+  const std::string base = " --extractor kaldi-fbank --sample-rate 22050";
+  // Before the input (which CLI11 first hands to the flag), after it, and with a value.
+  for (const std::string& args : {" --use-energy " + wav + base, wav + base + " --use-energy",
+                                  base + " --use-energy true " + wav}) {
+    INFO(args);
+    const torch::Tensor f = run_features(args, "energy").tensor("features");
+    CHECK(f.size(1) == 24);  // 23 mel bins + the log energy
+  }
+  CHECK(run_features(wav + base + " --use-energy false", "no_energy").tensor("features").size(1) ==
+        23);
+}
