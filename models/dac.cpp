@@ -230,7 +230,7 @@ TORCH_MODULE(Decoder);
 // 1x1 out_proj back to hidden_size.
 blocks::ResidualVectorQuantizerOptions quantizer_options(const DacConfig& c) {
   blocks::ResidualVectorQuantizerOptions q;
-  q.kind = blocks::CodebookKind::kDac;
+  q.codebook = "dac";
   q.num_quantizers = c.n_codebooks;
   q.codebook_size = c.codebook_size;
   q.codebook_dim = c.codebook_dim;

@@ -175,7 +175,7 @@ class EncodecModuleImpl : public torch::nn::Module {
     encoder = register_module("encoder", blocks::SeanetEncoder(c.seanet(), options));
     decoder = register_module("decoder", blocks::SeanetDecoder(c.seanet(), options));
     blocks::ResidualVectorQuantizerOptions q;
-    q.kind = blocks::CodebookKind::kEncodec;
+    q.codebook = "encodec";
     q.num_quantizers = c.num_quantizers();
     q.codebook_size = c.codebook_size;
     q.codebook_dim = c.codebook_dim.value_or(c.hidden_size);

@@ -72,7 +72,7 @@ blocks::StreamableConvTranspose1dOptions upsample_options(const MimiConfig& c) {
 
 blocks::SplitResidualVectorQuantizerOptions quantizer_options(const MimiConfig& c) {
   blocks::SplitResidualVectorQuantizerOptions o;
-  o.quantizer.kind = blocks::CodebookKind::kMimi;
+  o.quantizer.codebook = "mimi";
   o.quantizer.num_quantizers = c.num_quantizers;
   o.quantizer.codebook_size = c.codebook_size;
   o.quantizer.codebook_dim = c.codebook_dim;

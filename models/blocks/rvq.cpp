@@ -10,18 +10,6 @@ namespace alto::models::blocks {
 
 namespace {
 
-const char* kind_name(CodebookKind kind) {
-  switch (kind) {
-    case CodebookKind::kEncodec:
-      return "encodec";
-    case CodebookKind::kMimi:
-      return "mimi";
-    case CodebookKind::kDac:
-      return "dac";
-  }
-  return "?";
-}
-
 torch::Tensor buffer(torch::nn::Module& module, const std::string& name, torch::IntArrayRef shape,
                      const torch::TensorOptions& options) {
   return module.register_buffer(name, torch::empty(shape, options));
@@ -44,15 +32,13 @@ void ResidualVectorQuantizerOptions::validate() const {
              codebook_dim);
   ALTO_CHECK(input_dim > 0, "ResidualVectorQuantizerOptions.input_dim must be > 0, got ",
              input_dim);
-  ALTO_CHECK(kind != CodebookKind::kEncodec || input_dim == codebook_dim,
-             "ResidualVectorQuantizerOptions.input_dim must equal codebook_dim (", codebook_dim,
-             ") for EnCodec, got ", input_dim);
+  codebooks().at(codebook, "ResidualVectorQuantizerOptions.codebook");
   ALTO_CHECK(epsilon > 0, "ResidualVectorQuantizerOptions.epsilon must be > 0, got ", epsilon);
 }
 
 std::string ResidualVectorQuantizerOptions::to_string() const {
   std::ostringstream s;
-  s << "ResidualVectorQuantizerOptions(kind='" << kind_name(kind)
+  s << "ResidualVectorQuantizerOptions(codebook='" << codebook
     << "', num_quantizers=" << num_quantizers << ", codebook_size=" << codebook_size
     << ", codebook_dim=" << codebook_dim << ", input_dim=" << input_dim << ", epsilon=" << epsilon
     << ")";
@@ -76,122 +62,43 @@ ResidualVectorQuantizerImpl::ResidualVectorQuantizerImpl(const ResidualVectorQua
                                                          const torch::TensorOptions& tensor_options)
     : options_(o) {
   o.validate();
-  const int64_t n = o.codebook_size, d = o.codebook_dim;
-  if (o.kind == CodebookKind::kMimi && o.input_dim != d) {
+  entry_ = &codebooks().at(o.codebook, "ResidualVectorQuantizerOptions.codebook");
+  const int64_t d = o.codebook_dim;
+  if (entry_->whole_projections && o.input_dim != d) {
     input_proj = register_module("input_proj", projection(o.input_dim, d, false, tensor_options));
     output_proj = register_module("output_proj", projection(d, o.input_dim, false, tensor_options));
   }
-  stage_modules_ = register_module(o.kind == CodebookKind::kDac ? "quantizers" : "layers",
-                                   torch::nn::ModuleList());
+  stage_modules_ = register_module(entry_->stages_name, torch::nn::ModuleList());
   for (int64_t q = 0; q < o.num_quantizers; ++q) {
     auto stage_module = std::make_shared<torch::nn::Module>("VectorQuantization");
     auto codebook =
         stage_module->register_module("codebook", std::make_shared<torch::nn::Module>("Codebook"));
-    Stage stage;
-    switch (o.kind) {
-      case CodebookKind::kEncodec:
-        // Training-time k-means state: bound so a checkpoint fits exactly, never read.
-        buffer(*codebook, "inited", {1}, tensor_options);
-        buffer(*codebook, "cluster_size", {n}, tensor_options);
-        stage.codewords = buffer(*codebook, "embed", {n, d}, tensor_options);
-        buffer(*codebook, "embed_avg", {n, d}, tensor_options);
-        break;
-      case CodebookKind::kMimi:
-        buffer(*codebook, "initialized", {1}, tensor_options);
-        buffer(*codebook, "cluster_usage", {n}, tensor_options);
-        buffer(*codebook, "embed_sum", {n, d}, tensor_options);
-        break;
-      case CodebookKind::kDac:
-        stage.in_proj = stage_module->register_module(
-            "in_proj", projection(o.input_dim, d, true, tensor_options));
-        stage.out_proj = stage_module->register_module(
-            "out_proj", projection(d, o.input_dim, true, tensor_options));
-        stage.codewords =
-            codebook->register_parameter("weight", torch::empty({n, d}, tensor_options),
-                                         /*requires_grad=*/false);
-        break;
-    }
+    CodebookStage stage;
+    entry_->declare(*stage_module, *codebook, stage, o, tensor_options);
     stage_modules_->push_back(stage_module);
     stages_.push_back(stage);
   }
+  ALTO_CHECK(input_proj || stages_.front().in_proj || o.input_dim == d,
+             "ResidualVectorQuantizerOptions.input_dim must equal codebook_dim (", d, ") for the ",
+             o.codebook, " codebook, got ", o.input_dim);
 }
 
 void ResidualVectorQuantizerImpl::prepare() {
   torch::NoGradGuard no_grad;
-  for (size_t q = 0; q < stages_.size(); ++q) {
-    Stage& stage = stages_[q];
-    auto codebook = stage_modules_[q]->named_children()["codebook"];
-    switch (options_.kind) {
-      case CodebookKind::kEncodec:
-        stage.search = stage.codewords.t();
-        stage.search_norms = stage.search.pow(2).sum(0, /*keepdim=*/true);
-        break;
-      case CodebookKind::kMimi: {
-        auto buffers = codebook->named_buffers();
-        stage.codewords = buffers["embed_sum"] /
-                          buffers["cluster_usage"].clamp_min(options_.epsilon).unsqueeze(1);
-        stage.search = stage.codewords.to(torch::kFloat32);
-        // torch.cdist's matrix-product form (what it computes for > 25 codewords): the codebook
-        // side [codeword, 1, |codeword|^2], built once rather than on every call.
-        stage.search = torch::cat(
-            {stage.search, torch::ones({stage.search.size(0), 1}, stage.search.options()),
-             stage.search.pow(2).sum(-1, /*keepdim=*/true)},
-            -1);
-        break;
-      }
-      case CodebookKind::kDac:
-        stage.search = torch::nn::functional::normalize(
-            stage.codewords, torch::nn::functional::NormalizeFuncOptions().dim(1));
-        stage.search_norms = stage.search.pow(2).sum(1, /*keepdim=*/true).t();
-        break;
-    }
-  }
+  for (size_t q = 0; q < stages_.size(); ++q)
+    entry_->prepare(*stage_modules_[q]->named_children()["codebook"], stages_[q], options_);
 }
 
-torch::Tensor ResidualVectorQuantizerImpl::nearest(const Stage& stage,
+torch::Tensor ResidualVectorQuantizerImpl::nearest(const CodebookStage& stage,
                                                    const torch::Tensor& latent) const {
   // latent [batch, codebook_dim, frames] -> ids [batch, frames]
   const int64_t batch = latent.size(0), frames = latent.size(2);
-  torch::Tensor x = latent.permute({0, 2, 1}).reshape({batch * frames, options_.codebook_dim});
-  torch::Tensor ids;
-  switch (options_.kind) {
-    case CodebookKind::kEncodec: {
-      // EncodecEuclideanCodebook.quantize, operation for operation.
-      torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
-                             2 * torch::matmul(x, stage.search) + stage.search_norms);
-      ids = std::get<1>(dist.max(-1));
-      break;
-    }
-    case CodebookKind::kMimi: {
-      // MimiEuclideanCodebook.quantize: torch.cdist in float32, argmin; cdist's own operations
-      // on the prepared codebook side, bit-equal to it (tested).
-      const torch::Tensor f = x.to(torch::kFloat32);
-      if (f.size(0) <= 25 && stage.search.size(0) <= 25) {  // cdist's direct form
-        const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
-        ids = torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
-        break;
-      }
-      const torch::Tensor lhs = torch::cat(
-          {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
-          -1);
-      ids = torch::matmul(lhs, stage.search.t()).clamp_min_(0).sqrt_().argmin(-1);
-      break;
-    }
-    case CodebookKind::kDac: {
-      // DacVectorQuantize.decode_latents, including its sign of the |e|^2 term.
-      torch::Tensor e =
-          torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
-      torch::Tensor dist =
-          -(e.pow(2).sum(1, /*keepdim=*/true) - 2 * torch::matmul(e, stage.search.t())) +
-          stage.search_norms;
-      ids = std::get<1>(dist.max(1));
-      break;
-    }
-  }
-  return ids.reshape({batch, frames});
+  const torch::Tensor x =
+      latent.permute({0, 2, 1}).reshape({batch * frames, options_.codebook_dim});
+  return entry_->nearest(stage, x).reshape({batch, frames});
 }
 
-torch::Tensor ResidualVectorQuantizerImpl::lookup(const Stage& stage,
+torch::Tensor ResidualVectorQuantizerImpl::lookup(const CodebookStage& stage,
                                                   const torch::Tensor& ids) const {
   // ids [batch, frames] -> codewords [batch, codebook_dim, frames]
   return torch::embedding(stage.codewords, ids).permute({0, 2, 1});
@@ -211,12 +118,13 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
              options_.num_quantizers, "], got ", num_quantizers);
   std::vector<torch::Tensor> codes, projected;
   torch::Tensor sum;
-  if (options_.kind == CodebookKind::kDac) {
-    // DacResidualVectorQuantize.forward: each stage projects the residual, quantizes it and
-    // projects back; the straight-through sum p + (q - p) is kept as transformers computes it.
+  if (stages_.front().in_proj) {
+    // Per-stage projections, DacResidualVectorQuantize.forward: each stage projects the residual,
+    // quantizes it and projects back; the straight-through sum p + (q - p) is kept as transformers
+    // computes it.
     torch::Tensor residual = latent;
     for (int64_t q = 0; q < k; ++q) {
-      const Stage& stage = stages_[q];
+      const CodebookStage& stage = stages_[q];
       torch::Tensor p = stage.in_proj->forward(residual);
       torch::Tensor ids = nearest(stage, p);
       torch::Tensor stage_out = stage.out_proj->forward(p + (lookup(stage, ids) - p));
@@ -228,7 +136,7 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
   } else {
     torch::Tensor residual = input_proj ? input_proj->forward(latent) : latent;
     for (int64_t q = 0; q < k; ++q) {
-      const Stage& stage = stages_[q];
+      const CodebookStage& stage = stages_[q];
       torch::Tensor ids = nearest(stage, residual);
       torch::Tensor chosen = lookup(stage, ids);
       residual = residual - chosen;
@@ -252,9 +160,9 @@ torch::Tensor ResidualVectorQuantizerImpl::decode(const torch::Tensor& codes,
   torch::Tensor sum;
   std::vector<torch::Tensor> projected;
   for (int64_t q = 0; q < codes.size(1); ++q) {
-    const Stage& stage = stages_[q];
+    const CodebookStage& stage = stages_[q];
     torch::Tensor chosen = lookup(stage, codes.select(1, q));
-    if (options_.kind == CodebookKind::kDac) {
+    if (stage.out_proj) {
       projected.push_back(chosen);
       chosen = stage.out_proj->forward(chosen);
     }
@@ -266,12 +174,119 @@ torch::Tensor ResidualVectorQuantizerImpl::decode(const torch::Tensor& codes,
   return sum;
 }
 
+const Registry<CodebookEntry>& codebooks() { return Registry<CodebookEntry>::instance(); }
+
+namespace {
+
+// EnCodec: layers.{i}.codebook.{inited,cluster_size,embed,embed_avg} (only `embed` is used);
+// nearest = argmax -(|x|^2 - 2 x.e + |e|^2), EncodecEuclideanCodebook.quantize operation for
+// operation, the first index on ties.
+CodebookEntry encodec_codebook() {
+  CodebookEntry e;
+  e.declare = [](torch::nn::Module&, torch::nn::Module& codebook, CodebookStage& stage,
+                 const ResidualVectorQuantizerOptions& o, const torch::TensorOptions& t) {
+    const int64_t n = o.codebook_size, d = o.codebook_dim;
+    // Training-time k-means state: bound so a checkpoint fits exactly, never read.
+    buffer(codebook, "inited", {1}, t);
+    buffer(codebook, "cluster_size", {n}, t);
+    stage.codewords = buffer(codebook, "embed", {n, d}, t);
+    buffer(codebook, "embed_avg", {n, d}, t);
+  };
+  e.prepare = [](torch::nn::Module&, CodebookStage& stage, const ResidualVectorQuantizerOptions&) {
+    stage.search = stage.codewords.t();
+    stage.search_norms = stage.search.pow(2).sum(0, /*keepdim=*/true);
+  };
+  e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
+    const torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
+                                 2 * torch::matmul(x, stage.search) + stage.search_norms);
+    return std::get<1>(dist.max(-1));
+  };
+  return e;
+}
+
+// Mimi: layers.{i}.codebook.{initialized,cluster_usage,embed_sum}, codeword = embed_sum /
+// clamp(cluster_usage, epsilon); nearest = argmin torch.cdist in float32
+// (MimiEuclideanCodebook.quantize); input_proj / output_proj (1x1 convs without bias) wrap the
+// whole quantizer when input_dim != codebook_dim.
+CodebookEntry mimi_codebook() {
+  CodebookEntry e;
+  e.whole_projections = true;
+  e.declare = [](torch::nn::Module&, torch::nn::Module& codebook, CodebookStage&,
+                 const ResidualVectorQuantizerOptions& o, const torch::TensorOptions& t) {
+    buffer(codebook, "initialized", {1}, t);
+    buffer(codebook, "cluster_usage", {o.codebook_size}, t);
+    buffer(codebook, "embed_sum", {o.codebook_size, o.codebook_dim}, t);
+  };
+  e.prepare = [](torch::nn::Module& codebook, CodebookStage& stage,
+                 const ResidualVectorQuantizerOptions& o) {
+    auto buffers = codebook.named_buffers();
+    stage.codewords =
+        buffers["embed_sum"] / buffers["cluster_usage"].clamp_min(o.epsilon).unsqueeze(1);
+    const torch::Tensor c = stage.codewords.to(torch::kFloat32);
+    // torch.cdist's matrix-product form (what it computes for > 25 codewords): the codebook
+    // side [codeword, 1, |codeword|^2], built once rather than on every call.
+    stage.search = torch::cat(
+        {c, torch::ones({c.size(0), 1}, c.options()), c.pow(2).sum(-1, /*keepdim=*/true)}, -1);
+  };
+  e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
+    // cdist's own operations on the prepared codebook side, bit-equal to it (tested).
+    const torch::Tensor f = x.to(torch::kFloat32);
+    if (f.size(0) <= 25 && stage.search.size(0) <= 25) {  // cdist's direct form
+      const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
+      return torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
+    }
+    const torch::Tensor lhs = torch::cat(
+        {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
+        -1);
+    return torch::matmul(lhs, stage.search.t()).clamp_min_(0).sqrt_().argmin(-1);
+  };
+  return e;
+}
+
+// DAC: quantizers.{i}.{in_proj,out_proj} (1x1 convs with bias, weight-normed in the checkpoint)
+// around quantizers.{i}.codebook.weight; nearest by cosine, both sides L2-normalised, argmax of
+// DacVectorQuantize.decode_latents' -(|x|^2 - 2 x.e) + |e|^2 (its sign of the |e|^2 term).
+CodebookEntry dac_codebook() {
+  CodebookEntry e;
+  e.stages_name = "quantizers";
+  e.declare = [](torch::nn::Module& stage_module, torch::nn::Module& codebook, CodebookStage& stage,
+                 const ResidualVectorQuantizerOptions& o, const torch::TensorOptions& t) {
+    stage.in_proj =
+        stage_module.register_module("in_proj", projection(o.input_dim, o.codebook_dim, true, t));
+    stage.out_proj =
+        stage_module.register_module("out_proj", projection(o.codebook_dim, o.input_dim, true, t));
+    stage.codewords = codebook.register_parameter(
+        "weight", torch::empty({o.codebook_size, o.codebook_dim}, t), /*requires_grad=*/false);
+  };
+  e.prepare = [](torch::nn::Module&, CodebookStage& stage, const ResidualVectorQuantizerOptions&) {
+    stage.search = torch::nn::functional::normalize(
+        stage.codewords, torch::nn::functional::NormalizeFuncOptions().dim(1));
+    stage.search_norms = stage.search.pow(2).sum(1, /*keepdim=*/true).t();
+  };
+  e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
+    const torch::Tensor n =
+        torch::nn::functional::normalize(x, torch::nn::functional::NormalizeFuncOptions().dim(1));
+    const torch::Tensor dist =
+        -(n.pow(2).sum(1, /*keepdim=*/true) - 2 * torch::matmul(n, stage.search.t())) +
+        stage.search_norms;
+    return std::get<1>(dist.max(1));
+  };
+  return e;
+}
+
+const Registration<CodebookEntry> kEncodec("encodec", encodec_codebook());
+const Registration<CodebookEntry> kMimi("mimi", mimi_codebook());
+const Registration<CodebookEntry> kDac("dac", dac_codebook());
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 
 void SplitResidualVectorQuantizerOptions::validate() const {
   quantizer.validate();
-  ALTO_CHECK(quantizer.kind == CodebookKind::kMimi,
-             "SplitResidualVectorQuantizerOptions.quantizer.kind must be mimi");
+  ALTO_CHECK(quantizer.codebook == "mimi",
+             "SplitResidualVectorQuantizerOptions.quantizer.codebook must be mimi, got ",
+             quantizer.codebook);
   ALTO_CHECK(num_semantic_quantizers >= 1 && num_semantic_quantizers < quantizer.num_quantizers,
              "SplitResidualVectorQuantizerOptions.num_semantic_quantizers must lie in [1, ",
              quantizer.num_quantizers, "), got ", num_semantic_quantizers);

@@ -10,30 +10,17 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <string>
 
+#include "alto/core/registry.h"
 #include "alto/models/blocks/basic.h"
 
 namespace alto::models::blocks {
 
-/// The codebook layout and distance of one codec family.
-enum class CodebookKind {
-  /// EnCodec: `layers.{i}.codebook.{inited,cluster_size,embed,embed_avg}` (only `embed` is
-  /// used); nearest = argmax -(|x|^2 - 2 x.e + |e|^2), first index on ties.
-  kEncodec,
-  /// Mimi: `layers.{i}.codebook.{initialized,cluster_usage,embed_sum}`, codeword =
-  /// embed_sum / clamp(cluster_usage, epsilon); nearest = argmin torch.cdist in float32.
-  /// `input_proj` / `output_proj` (1x1 convs without bias) wrap the whole quantizer when
-  /// input_dim != codebook_dim.
-  kMimi,
-  /// DAC: `quantizers.{i}.{in_proj,out_proj}` (1x1 convs with bias, weight-normed in the
-  /// checkpoint) around `quantizers.{i}.codebook.weight`; nearest by cosine: both the projected
-  /// latent and the codebook L2-normalised, argmax of transformers' -(|x|^2 - 2 x.e) + |e|^2.
-  kDac,
-};
-
 struct ResidualVectorQuantizerOptions {
-  CodebookKind kind = CodebookKind::kEncodec;
+  /// The registered codebook (CodebookEntry) of the codec family: "encodec", "mimi" or "dac".
+  std::string codebook = "encodec";
   /// Stages (codebooks) in the checkpoint.
   int64_t num_quantizers = 0;
   int64_t codebook_size = 0;
@@ -49,6 +36,40 @@ struct ResidualVectorQuantizerOptions {
   void validate() const;
   std::string to_string() const;
 };
+
+/// One stage of a residual quantizer: what its codes are looked up in and searched against.
+struct CodebookStage {
+  torch::Tensor codewords;     // [codebook_size, codebook_dim] as looked up
+  torch::Tensor search;        // the codebook side of the distance, from prepare()
+  torch::Tensor search_norms;  // |search row|^2 [1, codebook_size] where the distance uses it
+  Conv1d in_proj{nullptr}, out_proj{nullptr};  // per-stage projections (DAC)
+};
+
+/// A codec family's codebook: its tensors under the checkpoint's names and its nearest-codeword
+/// arithmetic, reproduced operation by operation so that codes are bit-exact with the
+/// reference. Each registers under the name ResidualVectorQuantizerOptions::codebook selects;
+/// EnCodec's, Mimi's and DAC's are in rvq.cpp.
+struct CodebookEntry {
+  static const char* kind() { return "codebook"; }
+  /// The checkpoint's name of the stage list: "layers" (EnCodec, Mimi) or "quantizers" (DAC).
+  std::string stages_name = "layers";
+  /// One input_proj / output_proj pair wraps the whole quantizer when input_dim differs from
+  /// codebook_dim (Mimi); without it and without per-stage projections the two must be equal.
+  bool whole_projections = false;
+  /// Registers one stage's tensors (on `stage_module` and its `codebook` child) and fills
+  /// `stage` with views of them.
+  std::function<void(torch::nn::Module& stage_module, torch::nn::Module& codebook,
+                     CodebookStage& stage, const ResidualVectorQuantizerOptions& options,
+                     const torch::TensorOptions& tensor_options)>
+      declare;
+  /// Derives the searched side from the bound tensors, once after loading.
+  std::function<void(torch::nn::Module& codebook, CodebookStage& stage,
+                     const ResidualVectorQuantizerOptions& options)>
+      prepare;
+  /// x [rows, codebook_dim] -> the nearest codeword's id per row, int64 [rows].
+  std::function<torch::Tensor(const CodebookStage& stage, const torch::Tensor& x)> nearest;
+};
+const Registry<CodebookEntry>& codebooks();
 
 class ResidualVectorQuantizerImpl : public torch::nn::Module {
  public:
@@ -80,23 +101,16 @@ class ResidualVectorQuantizerImpl : public torch::nn::Module {
   const ResidualVectorQuantizerOptions& options() const { return options_; }
 
  private:
-  struct Stage;
-  torch::Tensor nearest(const Stage& stage, const torch::Tensor& latent) const;
-  torch::Tensor lookup(const Stage& stage, const torch::Tensor& ids) const;
+  torch::Tensor nearest(const CodebookStage& stage, const torch::Tensor& latent) const;
+  torch::Tensor lookup(const CodebookStage& stage, const torch::Tensor& ids) const;
 
   ResidualVectorQuantizerOptions options_;
   /// Mimi's input_proj / output_proj (absent when input_dim == codebook_dim).
   models::blocks::Conv1d input_proj{nullptr}, output_proj{nullptr};
   /// "layers" (EnCodec, Mimi) or "quantizers" (DAC), as the checkpoint names them.
   torch::nn::ModuleList stage_modules_;
-  struct Stage {
-    torch::Tensor codewords;     // [codebook_size, codebook_dim] as looked up
-    torch::Tensor search;        // the codebook side of the distance (DAC: L2-normalised;
-                                 // Mimi: [codeword, 1, |codeword|^2], float32)
-    torch::Tensor search_norms;  // |search row|^2 [1, codebook_size] (EnCodec, DAC)
-    models::blocks::Conv1d in_proj{nullptr}, out_proj{nullptr};  // DAC
-  };
-  std::vector<Stage> stages_;
+  const CodebookEntry* entry_ = nullptr;
+  std::vector<CodebookStage> stages_;
 };
 TORCH_MODULE(ResidualVectorQuantizer);
 
@@ -104,7 +118,7 @@ TORCH_MODULE(ResidualVectorQuantizer);
 /// num_semantic_quantizers codebooks) and `acoustic_residual_vector_quantizer` (the rest), both
 /// quantizing the same latent; decode sums their outputs.
 struct SplitResidualVectorQuantizerOptions {
-  /// kind kMimi; num_quantizers is the total over both halves.
+  /// codebook "mimi"; num_quantizers is the total over both halves.
   ResidualVectorQuantizerOptions quantizer;
   int64_t num_semantic_quantizers = 1;
 
