@@ -12,6 +12,7 @@
 #include <string>
 
 #include "alto/core/error.h"
+#include "alto/core/options.h"
 
 namespace alto::python {
 
@@ -33,6 +34,15 @@ torch::Tensor floating(const torch::Tensor& tensor, const std::string& what, int
 void check_finite(const torch::Tensor& tensor, const std::string& what);
 /// An integer tensor (codes, token ids) as int64; else alto::InvalidArgument naming `what`.
 torch::Tensor integral(const torch::Tensor& tensor, const std::string& what, int64_t rank);
+
+/// Option values (core/options.h) as Python gives and takes them: None, bool, int, float, str.
+/// A value of another type is an alto::InvalidArgument naming `where`.
+OptionValue option_value(py::handle value, const std::string& where);
+/// Keyword arguments as option values, errors naming `type`.`key`.
+OptionValues option_values(const py::kwargs& kwargs, const std::string& type);
+py::object py_value(const OptionValue& value);
+/// {name: value} in the given order.
+py::dict options_dict(const std::vector<std::pair<std::string, OptionValue>>& values);
 
 /// Registers submodule `name` of `parent` in sys.modules, so `import alto.features` works.
 py::module_ submodule(py::module_& parent, const char* name, const char* doc);

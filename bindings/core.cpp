@@ -43,6 +43,43 @@ std::string dtype_text(const torch::Tensor& t) {
 
 }  // namespace
 
+OptionValue option_value(py::handle h, const std::string& where) {
+  if (h.is_none()) return std::monostate{};
+  if (py::isinstance<py::bool_>(h)) return py::cast<bool>(h);
+  if (py::isinstance<py::int_>(h)) return py::cast<int64_t>(h);
+  if (py::isinstance<py::float_>(h)) return py::cast<double>(h);
+  if (py::isinstance<py::str>(h)) return py::cast<std::string>(h);
+  throw InvalidArgument(where + ": wrong type " +
+                        py::cast<std::string>(py::str(py::type::of(h).attr("__name__"))) +
+                        " (expected None, bool, int, float or str)");
+}
+
+OptionValues option_values(const py::kwargs& kwargs, const std::string& type) {
+  OptionValues values;
+  for (auto item : kwargs) {
+    const std::string key = py::cast<std::string>(item.first);
+    values[key] = option_value(item.second, type + "." + key);
+  }
+  return values;
+}
+
+py::object py_value(const OptionValue& v) {
+  struct ToPython {
+    py::object operator()(std::monostate) const { return py::none(); }
+    py::object operator()(bool b) const { return py::bool_(b); }
+    py::object operator()(int64_t i) const { return py::int_(i); }
+    py::object operator()(double d) const { return py::float_(d); }
+    py::object operator()(const std::string& s) const { return py::str(s); }
+  };
+  return std::visit(ToPython{}, v);
+}
+
+py::dict options_dict(const std::vector<std::pair<std::string, OptionValue>>& values) {
+  py::dict d;
+  for (const auto& [name, value] : values) d[py::str(name)] = py_value(value);
+  return d;
+}
+
 torch::Tensor floating(const torch::Tensor& tensor, const std::string& what) {
   ALTO_CHECK(tensor.defined(), what, ": got an undefined tensor");
   ALTO_CHECK(tensor.is_floating_point(), what, ": expected a floating-point tensor, got ",

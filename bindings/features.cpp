@@ -26,46 +26,11 @@ namespace {
 
 using namespace alto::features;  // NOLINT: this file binds that namespace
 
-/// A Python keyword argument as an option value (None, bool, int, float or str).
-OptionValue option_value(py::handle h, const std::string& where) {
-  if (h.is_none()) return std::monostate{};
-  if (py::isinstance<py::bool_>(h)) return py::cast<bool>(h);
-  if (py::isinstance<py::int_>(h)) return py::cast<int64_t>(h);
-  if (py::isinstance<py::float_>(h)) return py::cast<double>(h);
-  if (py::isinstance<py::str>(h)) return py::cast<std::string>(h);
-  throw InvalidArgument(where + ": wrong type " +
-                        py::cast<std::string>(py::str(py::type::of(h).attr("__name__"))) +
-                        " (expected None, bool, int, float or str)");
-}
-
-py::object py_value(const OptionValue& v) {
-  struct ToPython {
-    py::object operator()(std::monostate) const { return py::none(); }
-    py::object operator()(bool b) const { return py::bool_(b); }
-    py::object operator()(int64_t i) const { return py::int_(i); }
-    py::object operator()(double d) const { return py::float_(d); }
-    py::object operator()(const std::string& s) const { return py::str(s); }
-  };
-  return std::visit(ToPython{}, v);
-}
-
 /// Options from keyword arguments through the struct's schema; an unknown keyword or a value of
 /// the wrong type is an alto.InvalidArgument naming the field.
 template <typename Options>
 Options options_from(const py::kwargs& kwargs) {
-  OptionValues values;
-  for (auto item : kwargs) {
-    const std::string key = py::cast<std::string>(item.first);
-    values[key] = option_value(item.second, Options::schema().type() + "." + key);
-  }
-  return Options::schema().make(values);
-}
-
-template <typename Options>
-py::dict options_dict(const Options& o) {
-  py::dict d;
-  for (const auto& [name, value] : Options::schema().values(o)) d[py::str(name)] = py_value(value);
-  return d;
+  return Options::schema().make(option_values(kwargs, Options::schema().type()));
 }
 
 /// "Keyword options (with their defaults): a=1, b='x', ..." for a class docstring.
@@ -175,7 +140,8 @@ void bind_options_api(py::class_<Extractor, FeatureExtractor, Holder>& cls) {
           "Builds the extractor from keyword options (see the class docstring); the options "
           "are validated here and errors name the field.")
       .def_property_readonly(
-          "options", [](const Extractor& e) { return options_dict(e.options()); },
+          "options",
+          [](const Extractor& e) { return options_dict(Options::schema().values(e.options())); },
           "The options as a dict of keyword arguments (pass it back with **).");
 }
 
@@ -251,12 +217,7 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       "create",
       [](const std::string& name, const py::kwargs& kwargs) {
         const FeatureExtractorEntry& entry = feature_extractors().at(name, "create");
-        OptionValues values;
-        for (auto item : kwargs) {
-          const std::string key = py::cast<std::string>(item.first);
-          values[key] = option_value(item.second, name + "." + key);
-        }
-        return std::const_pointer_cast<FeatureExtractor>(entry.create(values));
+        return std::const_pointer_cast<FeatureExtractor>(entry.create(option_values(kwargs, name)));
       },
       py::arg("name"),
       "Builds a registered extractor by name (\"kaldi-fbank\", \"mel\", ...) from keyword "
@@ -410,7 +371,8 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
           "window", [](const Stft& s) { return torch::tensor(s.window()); },
           "The window as applied (length n_fft), float32.")
       .def_property_readonly(
-          "options", [](const Stft& s) { return options_dict(s.options()); },
+          "options",
+          [](const Stft& s) { return options_dict(StftOptions::schema().values(s.options())); },
           "The options as a dict of keyword arguments.")
       .def("__repr__", [](const Stft& s) { return s.options().to_string(); });
 

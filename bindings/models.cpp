@@ -93,17 +93,7 @@ class PyWhisper {
 };
 
 py::dict config_dict(const models::WhisperConfig& c) {
-  py::dict d;
-  for (const auto& [name, value] : models::WhisperConfig::schema().values(c))
-    std::visit(
-        [&, key = name](const auto& v) {
-          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>)
-            d[py::str(key)] = py::none();
-          else
-            d[py::str(key)] = v;
-        },
-        value);
-  return d;
+  return options_dict(models::WhisperConfig::schema().values(c));
 }
 
 models::WhisperDecodingOptions decoding_options(

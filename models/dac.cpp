@@ -278,9 +278,10 @@ DacConfig DacConfig::from_json(const std::string& path) {
   // Absent keys derive from the strides, as transformers' DacConfig does.
   c.upsampling_ratios.assign(c.downsampling_ratios.rbegin(), c.downsampling_ratios.rend());
   json.read("upsampling_ratios", c.upsampling_ratios);
-  c.encoder_hidden_size = json.read(schema()).encoder_hidden_size;
-  c.hidden_size = c.encoder_hidden_size << c.downsampling_ratios.size();
-  return json.validated(json.read(schema(), c));
+  c = json.read(schema(), c);
+  if (!json.has("hidden_size"))
+    c.hidden_size = c.encoder_hidden_size << c.downsampling_ratios.size();
+  return json.validated(c);
 }
 
 void DacConfig::validate() const {

@@ -1,6 +1,5 @@
 #include "alto/tokenizers/audio_tokenizer.h"
 
-#include <filesystem>
 #include <sstream>
 
 #include "alto/core/error.h"
@@ -51,14 +50,9 @@ const Registry<AudioTokenizerEntry>& audio_tokenizers() {
 
 std::shared_ptr<const AudioTokenizer> AudioTokenizer::from_pretrained(const std::string& dir,
                                                                       const LoadOptions& options) {
-  namespace fs = std::filesystem;
-  require_checkpoint_folder(dir, "AudioTokenizer::from_pretrained");
-  const std::string file = (fs::path(dir) / "config.json").string();
-  const detail::JsonConfig json = detail::JsonConfig::load(file);
-  json.require("model_type");
-  std::string model_type;
-  json.read("model_type", model_type);
-  return audio_tokenizers().at(model_type, file).from_pretrained(dir, options);
+  const auto [config, model_type] =
+      detail::JsonConfig::load_model_type(dir, "AudioTokenizer::from_pretrained");
+  return audio_tokenizers().at(model_type, config.path()).from_pretrained(dir, options);
 }
 
 }  // namespace alto::tokenizers

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 #include "alto/core/options.h"
 
@@ -53,6 +55,19 @@ class JsonConfig {
     return config;
   }
 
+  /// The config.json of checkpoint folder `dir` and its model_type, for dispatching on it;
+  /// alto::IoError naming `caller` when `dir` is no folder, alto::InvalidArgument when the key
+  /// is missing.
+  static std::pair<JsonConfig, std::string> load_model_type(const std::string& dir,
+                                                            const std::string& caller) {
+    require_checkpoint_folder(dir, caller);
+    std::pair<JsonConfig, std::string> out{
+        load((std::filesystem::path(dir) / "config.json").string()), ""};
+    out.first.require("model_type");
+    out.first.read("model_type", out.second);
+    return out;
+  }
+
   const std::string& path() const { return path_; }
   /// "file: key" with the nesting of a sub-config ("config.json: text_config.vocab_size").
   std::string where(const char* key) const { return path_ + ": " + prefix_ + key; }
@@ -88,8 +103,9 @@ class JsonConfig {
   template <typename T>
   T read(const OptionSchema<T>& schema, T out = T{}) const {
     // In the schema's order, so that of two keys for one field the later one wins.
-    const OptionValues values = option_values(schema.fields());
-    for (const auto& field : schema.fields()) {
+    const std::vector<OptionField> fields = schema.fields();
+    const OptionValues values = option_values(fields);
+    for (const auto& field : fields) {
       const auto it = values.find(field.name);
       if (it == values.end()) continue;
       const auto& [name, value] = *it;

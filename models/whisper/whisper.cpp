@@ -120,8 +120,7 @@ Whisper::Whisper(const WhisperConfig& config, const SafetensorsCheckpoint& check
                  const LoadOptions& options) {
   config.validate();
   auto impl = std::make_shared<Impl>(config, options);
-  // WhisperForConditionalGeneration stores "model.encoder..."; a bare WhisperModel "encoder...".
-  impl->prefix = checkpoint.contains("encoder.conv1.weight") ? "" : "model.";
+  impl->prefix = whisper_checkpoint_prefix(checkpoint);
   CheckpointBinder binder(checkpoint, options, "Whisper (" + config.to_string() + ")");
   impl->encoder =
       std::make_shared<const WhisperEncoder>(config, binder, impl->prefix + "encoder.", options);

@@ -11,6 +11,10 @@ namespace alto::models {
 
 using namespace whisper_internal;  // NOLINT: this file builds on them
 
+std::string whisper_checkpoint_prefix(const SafetensorsCheckpoint& checkpoint) {
+  return checkpoint.contains("encoder.conv1.weight") ? "" : "model.";
+}
+
 struct WhisperEncoder::Impl {
   Impl(const WhisperConfig& c, const std::string& p, const LoadOptions& o)
       : config(c),
@@ -111,9 +115,7 @@ namespace {
 class WhisperAudioEncoder : public AudioEncoder {
  public:
   WhisperAudioEncoder(const std::string& dir, const LoadOptions& options)
-      : extractor_(features::FeatureExtractor::from_pretrained(dir)),
-        encoder_(WhisperEncoder::from_checkpoint(
-            WhisperConfig::from_json(dir), SafetensorsCheckpoint(dir), prefix_of(dir), options)) {
+      : extractor_(features::FeatureExtractor::from_pretrained(dir)), encoder_(load(dir, options)) {
     whisper_ = dynamic_cast<const features::WhisperFeatureExtractor*>(extractor_.get());
     ALTO_CHECK(whisper_, dir, ": expected a WhisperFeatureExtractor, got ", extractor_->name());
   }
@@ -129,10 +131,12 @@ class WhisperAudioEncoder : public AudioEncoder {
   }
 
  private:
-  // WhisperForConditionalGeneration stores "model.encoder..."; a bare WhisperModel "encoder...".
-  static std::string prefix_of(const std::string& dir) {
-    return SafetensorsCheckpoint(dir).contains("encoder.conv1.weight") ? "encoder."
-                                                                       : "model.encoder.";
+  static std::shared_ptr<const WhisperEncoder> load(const std::string& dir,
+                                                    const LoadOptions& options) {
+    const WhisperConfig config = WhisperConfig::from_json(dir);  // its errors come first
+    const SafetensorsCheckpoint checkpoint(dir);
+    return WhisperEncoder::from_checkpoint(
+        config, checkpoint, whisper_checkpoint_prefix(checkpoint) + "encoder.", options);
   }
 
   std::shared_ptr<const features::FeatureExtractor> extractor_;

@@ -15,6 +15,10 @@
 
 namespace alto::models {
 
+/// Where a Whisper checkpoint keeps its modules: "model." in WhisperForConditionalGeneration's
+/// layout, "" in a bare WhisperModel's.
+std::string whisper_checkpoint_prefix(const SafetensorsCheckpoint& checkpoint);
+
 class WhisperEncoder {
  public:
   /// Binds the encoder's tensors `prefix` + "conv1.weight", "layers.0.fc1.weight", ... Tensors

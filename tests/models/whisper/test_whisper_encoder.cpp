@@ -24,8 +24,7 @@ TEST_CASE("the Whisper encoder loads alone under any prefix", "[whisper][models]
   const torch::Tensor expected = model.encode(features);
   const WhisperConfig config = WhisperConfig::from_json(golden.dir());
   const alto::SafetensorsCheckpoint checkpoint(golden.dir());
-  const std::string prefix =
-      checkpoint.contains("encoder.conv1.weight") ? "encoder." : "model.encoder.";
+  const std::string prefix = alto::models::whisper_checkpoint_prefix(checkpoint) + "encoder.";
   // The decoder's tensors are outside the prefix: not "unexpected".
   const auto alone = WhisperEncoder::from_checkpoint(config, checkpoint, prefix);
   CHECK(torch::equal(alone->encode(features), expected));
