@@ -55,9 +55,14 @@ set(ALTO_MODELS_SOURCES
   ${ALTO_ROOT}/models/blocks/seanet.cpp
   ${ALTO_ROOT}/models/blocks/streaming_transformer.cpp
   ${ALTO_ROOT}/models/audio_encoder.cpp
+  ${ALTO_ROOT}/models/audio_language_model.cpp
   ${ALTO_ROOT}/models/dac.cpp
   ${ALTO_ROOT}/models/encodec.cpp
+  ${ALTO_ROOT}/models/generation.cpp
   ${ALTO_ROOT}/models/mimi.cpp
+  ${ALTO_ROOT}/models/qwen2_audio/qwen2_audio.cpp
+  ${ALTO_ROOT}/models/text_decoder.cpp
+  ${ALTO_ROOT}/models/voxtral/voxtral.cpp
   ${ALTO_ROOT}/models/whisper/config.cpp
   ${ALTO_ROOT}/models/whisper/decoding.cpp
   ${ALTO_ROOT}/models/whisper/transcriber.cpp

@@ -139,6 +139,9 @@ class JsonConfig {
     return values;
   }
   bool has(const char* key) const { return find(key) != nullptr; }
+  /// Whether the key is written at all, null included ("sliding_window": null turns off a
+  /// window that an absent key would give).
+  bool written(const char* key) const { return json_.contains(key); }
   const nlohmann::json* find(const char* key) const {
     auto it = json_.find(key);
     return it == json_.end() || it->is_null() ? nullptr : &*it;

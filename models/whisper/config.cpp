@@ -39,7 +39,19 @@ WhisperConfig WhisperConfig::from_json(const std::string& path, const std::strin
       sub_config.empty()
           ? detail::JsonConfig::load_model_config(path, "whisper", "a Whisper")
           : detail::JsonConfig::load_model_config(path, "", "").sub(sub_config.c_str());
-  return json.validated(json.read(schema()));
+  WhisperConfig c = json.read(schema());
+  // VoxtralEncoderConfig's attribute_map spells the encoder's keys the Llama way.
+  std::string model_type;
+  json.read("model_type", model_type);
+  if (model_type == "voxtral_encoder") {
+    json.read("hidden_size", c.d_model);
+    json.read("num_hidden_layers", c.encoder_layers);
+    json.read("num_attention_heads", c.encoder_attention_heads);
+    json.read("intermediate_size", c.encoder_ffn_dim);
+  }
+  // An audio LM's audio_config describes the encoder alone: no decoder to check.
+  if (!sub_config.empty()) c.decoder_attention_heads = c.encoder_attention_heads;
+  return json.validated(c);
 }
 
 void WhisperConfig::validate() const {

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "alto/core/error.h"
 #include "alto/features/whisper_feature_extractor.h"
 #include "alto/models/audio_encoder.h"
@@ -30,7 +32,8 @@ struct WhisperEncoder::Impl {
   Activation activation;
   Encoder module;
 
-  torch::Tensor encode(const torch::Tensor& features, Intermediates* out) const;
+  torch::Tensor encode(const torch::Tensor& features, const WhisperEncodeOptions& encode_options,
+                       Intermediates* out) const;
 };
 
 WhisperEncoder::WhisperEncoder(const WhisperConfig& config, CheckpointBinder& binder,
@@ -57,6 +60,12 @@ const LoadOptions& WhisperEncoder::load_options() const { return impl_->options;
 
 torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
                                      Intermediates* intermediates) const {
+  return encode(input_features, WhisperEncodeOptions{}, intermediates);
+}
+
+torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
+                                     const WhisperEncodeOptions& options,
+                                     Intermediates* intermediates) const {
   const WhisperConfig& c = impl_->config;
   ALTO_CHECK(input_features.dim() == 3 && input_features.size(1) == c.num_mel_bins &&
                  input_features.size(2) == c.input_frames(),
@@ -66,11 +75,20 @@ torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
   ALTO_CHECK(input_features.is_floating_point(),
              "WhisperEncoder::encode: input_features must be floating point, got ",
              input_features.scalar_type());
+  const torch::Tensor& mask = options.feature_attention_mask;
+  ALTO_CHECK(!mask.defined() || (mask.dim() == 2 && mask.size(0) == input_features.size(0) &&
+                                 mask.size(1) == input_features.size(2)),
+             "WhisperEncoder::encode: feature_attention_mask must be [", input_features.size(0),
+             ", ", input_features.size(2), "], got ", mask.defined() ? shape_of(mask) : "");
+  ALTO_CHECK(options.pool >= 1 && c.max_source_positions % options.pool == 0,
+             "WhisperEncodeOptions.pool must divide max_source_positions (",
+             c.max_source_positions, "), got ", options.pool);
   torch::NoGradGuard no_grad;
-  return impl_->encode(input_features, intermediates);
+  return impl_->encode(input_features, options, intermediates);
 }
 
 torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
+                                           const WhisperEncodeOptions& encode_options,
                                            Intermediates* out) const {
   const EncoderImpl& encoder = *module;
   const std::string& name = prefix;
@@ -80,6 +98,17 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
   x = encoder.conv2->forward(torch::gelu(x));
   if (out) out->add(name + "conv2", x);
   x = torch::gelu(x).permute({0, 2, 1}) + encoder.embed_positions->weight;
+  // Qwen2-Audio: -inf on the keys past each clip's valid frames, for every query.
+  torch::Tensor key_mask;
+  if (encode_options.feature_attention_mask.defined()) {
+    const torch::Tensor valid =
+        (encode_options.feature_attention_mask.to(torch::kInt64).sum(-1) - 1).div(2, "floor") + 1;
+    const torch::Tensor frames = torch::arange(x.size(1), torch::kInt64).unsqueeze(0);
+    key_mask = torch::zeros({x.size(0), 1, 1, x.size(1)}, x.options())
+                   .masked_fill((frames >= valid.unsqueeze(1)).view({x.size(0), 1, 1, x.size(1)})
+                                    .to(x.device()),
+                                -std::numeric_limits<double>::infinity());
+  }
   for (size_t i = 0; i < encoder.layers->size(); ++i) {
     const auto& layer = encoder.layers->at<EncoderLayerImpl>(i);
     const std::string layer_name = name + "layers." + std::to_string(i);
@@ -87,7 +116,7 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
     torch::Tensor weights;
     auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
     torch::Tensor attention = layer.self_attn->out_proj->forward(
-        merge_heads(attend(q, k, v, {}, record_weights ? &weights : nullptr)));
+        merge_heads(attend(q, k, v, key_mask, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
     x = x + attention;
@@ -99,6 +128,11 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
       x = x.clamp(-limit, limit);
     }
     if (out) out->add(layer_name, x);
+  }
+  if (encode_options.pool > 1) {
+    x = torch::avg_pool1d(x.transpose(1, 2), {encode_options.pool}, {encode_options.pool})
+            .transpose(1, 2);
+    if (out) out->add(name + "avg_pooler", x);
   }
   x = encoder.layer_norm->forward(x);
   if (out) {

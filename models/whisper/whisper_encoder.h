@@ -19,6 +19,17 @@ namespace alto::models {
 /// layout, "" in a bare WhisperModel's.
 std::string whisper_checkpoint_prefix(const SafetensorsCheckpoint& checkpoint);
 
+/// What the audio LMs built on Whisper's encoder change in its forward pass.
+struct WhisperEncodeOptions {
+  /// [batch, mel frames] with 1 for frames of real audio: attention keys beyond each clip's
+  /// valid length after the stride-2 stem are masked (Qwen2-Audio; Whisper and Voxtral attend
+  /// to the padding too). Undefined: no mask.
+  torch::Tensor feature_attention_mask;
+  /// > 1: AvgPool1d(pool, pool) over time before the final LayerNorm (Qwen2-Audio's
+  /// avg_pooler, 2).
+  int64_t pool = 1;
+};
+
 class WhisperEncoder {
  public:
   /// Binds the encoder's tensors `prefix` + "conv1.weight", "layers.0.fc1.weight", ... Tensors
@@ -37,6 +48,12 @@ class WhisperEncoder {
   /// names (prefix + "conv1", prefix + "layers.0", ..., "last_hidden_state").
   torch::Tensor encode(const torch::Tensor& input_features,
                        Intermediates* intermediates = nullptr) const;
+  /// encode() with an audio LM's changes; the output has max_source_positions / pool frames.
+  torch::Tensor encode(const torch::Tensor& input_features, const WhisperEncodeOptions& options,
+                       Intermediates* intermediates = nullptr) const;
+  /// Valid encoder frames of a clip of `mel_frames` valid mel frames (the stride-2 stem's
+  /// output length, (L - 1) / 2 + 1; transformers' _get_feat_extract_output_lengths).
+  static int64_t valid_frames(int64_t mel_frames) { return (mel_frames - 1) / 2 + 1; }
 
   const WhisperConfig& config() const;
   const std::string& prefix() const;

@@ -23,9 +23,9 @@ torch::Tensor GoldenModel::checkpoint_tensor(const std::string& name) const {
 
 double GoldenModel::tolerance(const std::string& name) const {
   // Two spellings: {"tolerances": {name: {"recommended_atol": x}}} (Whisper, EnCodec) and
-  // {"tolerances_abs": {name: x}} (Mimi, DAC).
+  // {"tolerances_abs": {name: x}} (Mimi, DAC, the audio LMs), the flat one preferred.
   const auto& metadata = io_.metadata();
-  const bool nested = metadata.count("tolerances") > 0;
+  const bool nested = metadata.count("tolerances_abs") == 0;
   auto it = metadata.find(nested ? "tolerances" : "tolerances_abs");
   INFO(io_.path() << " has no tolerances metadata");
   REQUIRE(it != metadata.end());
@@ -35,6 +35,13 @@ double GoldenModel::tolerance(const std::string& name) const {
   const auto& entry = nested ? tolerances[name]["recommended_atol"] : tolerances[name];
   REQUIRE(entry.is_number());
   return entry.get<double>();
+}
+
+std::string GoldenModel::metadata(const std::string& key) const {
+  const auto it = io_.metadata().find(key);
+  INFO(io_.path() << " has no metadata '" << key << "'");
+  REQUIRE(it != io_.metadata().end());
+  return it->second;
 }
 
 void GoldenModel::require_matches(const torch::Tensor& actual, const std::string& name) const {

@@ -22,6 +22,8 @@ class GoldenModel {
   torch::Tensor checkpoint_tensor(const std::string& name) const;
   /// The recommended absolute tolerance io.safetensors' metadata states for `name`.
   double tolerance(const std::string& name) const;
+  /// A value of io.safetensors' metadata (REQUIREd present).
+  std::string metadata(const std::string& key) const;
   /// REQUIREs `actual` within tolerance(name) of tensor(name) (exact for integer tensors).
   void require_matches(const torch::Tensor& actual, const std::string& name) const;
 
