@@ -16,6 +16,8 @@ set(ALTO_AUDIO_SOURCES
   ${ALTO_ROOT}/audio/internal/sndfile_decoder.cpp)
 set(ALTO_TOKENIZERS_PLAIN_SOURCES
   ${ALTO_ROOT}/tokenizers/bpe_tokenizer.cpp
+  ${ALTO_ROOT}/tokenizers/internal/regex.cpp
+  ${ALTO_ROOT}/tokenizers/internal/unicode.cpp
   ${ALTO_ROOT}/tokenizers/text_tokenizer.cpp)
 set(ALTO_PLAIN_SOURCES ${ALTO_CORE_PLAIN_SOURCES} ${ALTO_TOKENIZERS_PLAIN_SOURCES})
 

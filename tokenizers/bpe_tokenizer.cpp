@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "alto/core/error.h"
+#include "alto/tokenizers/internal/regex.h"
+#include "alto/tokenizers/internal/unicode.h"
 
 namespace alto::tokenizers {
 
@@ -32,87 +34,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct CodePointRange {
-  char32_t first, last;
-};
-#include "alto/tokenizers/internal/unicode_tables.inc"
-
-template <size_t N>
-bool in_table(const CodePointRange (&table)[N], char32_t c) {
-  auto it = std::upper_bound(std::begin(table), std::end(table), c,
-                             [](char32_t v, const CodePointRange& r) { return v < r.first; });
-  return it != std::begin(table) && c <= (it - 1)->last;
-}
-bool is_letter(char32_t c) { return in_table(kLetters, c); }
-bool is_number(char32_t c) { return in_table(kNumbers, c); }
-bool is_space(char32_t c) { return in_table(kWhiteSpace, c); }
-
-struct CodePoint {
-  char32_t value = 0;
-  size_t length = 0;  // bytes; for invalid input, the maximal invalid subpart (>= 1)
-  bool valid = false;
-};
-
-CodePoint next_code_point(const std::string& s, size_t i) {
-  const unsigned char lead = static_cast<unsigned char>(s[i]);
-  if (lead < 0x80) return {lead, 1, true};
-  size_t length;
-  char32_t value;
-  unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2, value = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3, value = lead & 0x0F;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4, value = lead & 0x07;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return {0, 1, false};
-  }
-  for (size_t k = 1; k < length; ++k) {
-    if (i + k >= s.size()) return {0, k, false};
-    const unsigned char c = static_cast<unsigned char>(s[i + k]);
-    if (c < (k == 1 ? low : 0x80) || c > (k == 1 ? high : 0xBF)) return {0, k, false};
-    value = (value << 6) | (c & 0x3F);
-  }
-  return {value, length, true};
-}
-
-// Python's bytes.decode("utf-8", errors="replace"): one U+FFFD per maximal invalid subpart.
-std::string replace_invalid_utf8(const std::string& bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  for (size_t i = 0; i < bytes.size();) {
-    const CodePoint c = next_code_point(bytes, i);
-    if (c.valid)
-      out.append(bytes, i, c.length);
-    else
-      out += "\xEF\xBF\xBD";
-    i += c.length;
-  }
-  return out;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  if (c < 0x80) {
-    out += static_cast<char>(c);
-  } else if (c < 0x800) {
-    out += static_cast<char>(0xC0 | (c >> 6));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else if (c < 0x10000) {
-    out += static_cast<char>(0xE0 | (c >> 12));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (c >> 18));
-    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (c & 0x3F));
-  }
-}
+using unicode::append_utf8;
+using unicode::CodePoint;
+using unicode::is_letter;
+using unicode::is_number;
+using unicode::is_space;
+using unicode::next_code_point;
+using unicode::replace_invalid_utf8;
 
 // GPT-2's byte -> printable code point alphabet, in which vocab.json spells byte strings.
 struct ByteAlphabet {
@@ -225,6 +153,7 @@ struct BpeTokenizer::Impl {
   static std::shared_ptr<Impl> load_tokenizer_json(const fs::path& path);
   static std::shared_ptr<Impl> load_vocab_merges(const fs::path& dir);
   static std::shared_ptr<Impl> load_tiktoken(const fs::path& path);
+  static std::shared_ptr<Impl> load_tekken(const fs::path& path);
 
   std::string source;
   std::vector<std::string> bytes_of;  // id -> bytes (added tokens: their UTF-8 text)
@@ -237,6 +166,50 @@ struct BpeTokenizer::Impl {
   std::unordered_map<std::string, int64_t> merge_rank;
   std::map<char, std::vector<std::pair<std::string, int64_t>>> added_by_first_byte;
   int64_t timestamp_begin = -1;
+  // tokenizer.json's normalizer and pre_tokenizer (tekken.json: its pattern).
+  bool nfc = false;
+  bool add_prefix_space = false;
+  bool byte_level_regex = true;  // GPT-2's split, unless a Split pattern replaces it
+  std::shared_ptr<const Regex> split_pattern;
+
+  void configure_normalizer(const json& n) {
+    if (n.is_null()) return;
+    const std::string type = n.value("type", "");
+    if (type == "Sequence") {
+      for (const auto& item : n.value("normalizers", json::array())) configure_normalizer(item);
+    } else if (type == "NFC") {
+      nfc = true;
+    } else {
+      throw Unsupported(source + ": normalizer '" + type + "' is not one alto runs (NFC)");
+    }
+  }
+
+  void configure_pre_tokenizer(const json& p) {
+    if (p.is_null()) {
+      byte_level_regex = false;
+      return;
+    }
+    const std::string type = p.value("type", "");
+    if (type == "Sequence") {
+      for (const auto& item : p.value("pretokenizers", json::array())) configure_pre_tokenizer(item);
+    } else if (type == "ByteLevel") {
+      add_prefix_space = p.value("add_prefix_space", false);
+      byte_level_regex = p.value("use_regex", true);
+      ALTO_CHECK_AS(Unsupported, !(byte_level_regex && split_pattern), source,
+                    ": a Split pattern and ByteLevel's own regex together");
+    } else if (type == "Split") {
+      const json pattern = p.value("pattern", json::object());
+      ALTO_CHECK_AS(Unsupported, pattern.contains("Regex") && p.value("behavior", "") == "Isolated" &&
+                        !p.value("invert", false),
+                    source, ": pre_tokenizer Split is supported with a Regex pattern, behavior "
+                    "Isolated and invert false, got ", p.dump());
+      split_pattern = std::make_shared<const Regex>(pattern["Regex"].get<std::string>(), source);
+      byte_level_regex = false;
+    } else {
+      throw Unsupported(source + ": pre_tokenizer '" + type +
+                        "' is not one alto runs (ByteLevel, Split, Sequence)");
+    }
+  }
 
   mutable std::mutex cache_mutex;
   mutable std::unordered_map<std::string, std::vector<int64_t>> cache;
@@ -332,8 +305,26 @@ struct BpeTokenizer::Impl {
     if (cache.size() < 100000) cache.emplace(piece, std::move(result));
   }
 
+  // Text between added tokens: normalised, pre-tokenised, each piece merged.
+  void encode_text(const std::string& raw, std::vector<int64_t>& ids) const {
+    if (raw.empty()) return;
+    std::string text = nfc ? unicode::nfc(raw) : raw;
+    if (add_prefix_space && text[0] != ' ') text.insert(text.begin(), ' ');
+    if (split_pattern) {
+      const unicode::DecodedText decoded = unicode::decode_utf8(text, "BpeTokenizer::encode");
+      for (const auto& [begin, end] : split_pattern->split(decoded.code_points))
+        bpe(text.substr(decoded.offsets[begin], decoded.offsets[end] - decoded.offsets[begin]),
+            ids);
+    } else if (byte_level_regex) {
+      encode_gpt2(text, ids);
+    } else {
+      bpe(text, ids);
+    }
+  }
+
   // GPT-2's pattern 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-  void encode_text(const std::string& text, std::vector<int64_t>& ids) const {
+  // by hand: the pre-tokenizer of byte-level BPE (ByteLevel with use_regex), Whisper's.
+  void encode_gpt2(const std::string& text, std::vector<int64_t>& ids) const {
     std::vector<char32_t> cps;
     std::vector<size_t> offset;  // byte offset of each code point, plus the end
     for (size_t i = 0; i < text.size();) {
@@ -482,6 +473,8 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tokenizer_json(cons
       throw IoError(impl->source + ": bad merge " + merge.dump());
     }
   }
+  impl->configure_normalizer(j.value("normalizer", json()));
+  impl->configure_pre_tokenizer(j.value("pre_tokenizer", json()));
   for (const auto& t : j.value("added_tokens", json::array())) {
     ALTO_CHECK_AS(IoError, t.contains("id") && t.contains("content"), impl->source,
                   ": an added token needs \"id\" and \"content\"");
@@ -582,6 +575,54 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tiktoken(const fs::
   return impl;
 }
 
+std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::path& path) {
+  auto impl = std::make_shared<Impl>();
+  impl->source = path.string();
+  impl->rank_by_concatenation = true;
+  const json j = read_json(path);
+  ALTO_CHECK_AS(IoError, j.is_object() && j.contains("config") && j["config"].is_object() &&
+                    j.contains("vocab") && j["vocab"].is_array(),
+                impl->source, ": expected tekken.json's \"config\" object and \"vocab\" list");
+  const json& config = j["config"];
+  const json specials = j.value("special_tokens", json::array());
+  const int64_t num_special =
+      config.value("default_num_special_tokens", static_cast<int64_t>(specials.size()));
+  const int64_t vocab_size = config.value(
+      "default_vocab_size", num_special + static_cast<int64_t>(j["vocab"].size()));
+  ALTO_CHECK_AS(IoError, num_special >= static_cast<int64_t>(specials.size()) &&
+                             vocab_size > num_special,
+                impl->source, ": default_num_special_tokens ", num_special, " and default_vocab_size ",
+                vocab_size, " do not fit ", specials.size(), " special tokens");
+  // Special tokens take the ids below num_special (mistral-common's Tekkenizer); the ranks follow.
+  for (const auto& t : specials) {
+    ALTO_CHECK_AS(IoError, t.contains("rank") && t.contains("token_str"), impl->source,
+                  ": a special token needs \"rank\" and \"token_str\"");
+    const std::string text = t["token_str"].get<std::string>();
+    impl->add_token(t["rank"].get<int64_t>(), text, text, true, true);
+  }
+  for (int64_t id = 0; id < num_special; ++id) {
+    if (id < static_cast<int64_t>(impl->token_of.size()) && impl->added[id]) continue;
+    const std::string filler = "<SPECIAL_" + std::to_string(id) + ">";
+    impl->add_token(id, filler, filler, true, true);
+  }
+  int64_t rank = 0;
+  for (const auto& entry : j["vocab"]) {
+    if (rank + num_special >= vocab_size) break;
+    ALTO_CHECK_AS(IoError, entry.contains("token_bytes") && entry.value("rank", -1) == rank,
+                  impl->source, ": vocab entry ", rank, " needs \"token_bytes\" and rank ", rank);
+    const std::string bytes = base64_decode(entry["token_bytes"].get<std::string>(), impl->source);
+    impl->add_token(rank + num_special, alphabet().to_token(bytes), bytes, false, false);
+    impl->merge_rank.emplace(bytes, rank);
+    ++rank;
+  }
+  ALTO_CHECK_AS(IoError, config.contains("pattern") && config["pattern"].is_string(), impl->source,
+                ": config.pattern (the pre-tokenisation regex) is missing");
+  impl->split_pattern = std::make_shared<const Regex>(config["pattern"].get<std::string>(),
+                                                      impl->source + ": config.pattern");
+  impl->byte_level_regex = false;
+  return impl;
+}
+
 std::shared_ptr<const BpeTokenizer> BpeTokenizer::from_pretrained(const std::string& path) {
   const fs::path p(path);
   std::shared_ptr<Impl> impl;
@@ -590,13 +631,17 @@ std::shared_ptr<const BpeTokenizer> BpeTokenizer::from_pretrained(const std::str
       impl = Impl::load_tokenizer_json(p / "tokenizer.json");
     else if (fs::exists(p / "vocab.json"))
       impl = Impl::load_vocab_merges(p);
+    else if (fs::exists(p / "tekken.json"))
+      impl = Impl::load_tekken(p / "tekken.json");
     else
       throw IoError(path +
-                    ": no tokenizer here (expected tokenizer.json, or vocab.json and "
-                    "merges.txt, or a .tiktoken file)");
+                    ": no tokenizer here (expected tokenizer.json, vocab.json and merges.txt, "
+                    "tekken.json, or a .tiktoken file)");
   } else {
     ALTO_CHECK_AS(IoError, fs::exists(p), "cannot open ", path);
-    if (p.extension() == ".json")
+    if (p.filename() == "tekken.json")
+      impl = Impl::load_tekken(p);
+    else if (p.extension() == ".json")
       impl = Impl::load_tokenizer_json(p);
     else
       impl = Impl::load_tiktoken(p);
@@ -720,11 +765,13 @@ std::vector<std::pair<std::string, int64_t>> BpeTokenizer::added_tokens() const 
 namespace {
 const Registration<TextTokenizerEntry> kRegistration(
     "byte-level-bpe",
-    {"byte-level BPE (tokenizer.json, vocab.json + merges.txt, or a .tiktoken file)",
+    {"byte-level BPE (tokenizer.json, vocab.json + merges.txt, a .tiktoken file, or Mistral's "
+     "tekken.json)",
      [](const std::string& path) {
        const fs::path p(path);
        if (fs::is_directory(p))
-         return fs::exists(p / "tokenizer.json") || fs::exists(p / "vocab.json");
+         return fs::exists(p / "tokenizer.json") || fs::exists(p / "vocab.json") ||
+                fs::exists(p / "tekken.json");
        return p.extension() == ".json" || p.extension() == ".tiktoken";
      },
      [](const std::string& path) -> std::shared_ptr<const TextTokenizer> {

@@ -1,7 +1,9 @@
 #pragma once
-// GPT-2's byte-level BPE with added and special tokens (Whisper's timestamps among them),
-// loaded from any of the files the Hub and openai ship (tokenizer.json; vocab.json + merges.txt
-// + added_tokens.json; openai's .tiktoken ranks). Encoding and decoding follow transformers'
+// Byte-level BPE with added and special tokens (Whisper's timestamps among them), loaded from
+// any of the files the Hub, openai and Mistral ship: tokenizer.json (its NFC normaliser and its
+// ByteLevel or Split-regex pre-tokenizer, as Qwen2's); vocab.json + merges.txt +
+// added_tokens.json; openai's .tiktoken ranks; Mistral's tekken.json (tiktoken ranks after the
+// special tokens' ids, its own pattern). Encoding and decoding follow transformers'
 // WhisperTokenizer exactly; decode_openai() follows openai-whisper's Tokenizer.decode.
 // Immutable after loading and safe to share between threads. Needs no libtorch.
 
@@ -35,8 +37,10 @@ const std::vector<std::string>& whisper_language_codes();
 class BpeTokenizer : public TextTokenizer {
  public:
   /// `path`: a folder with tokenizer.json, or with vocab.json + merges.txt (+ added_tokens.json,
-  /// special_tokens_map.json); or a .tiktoken file, to which Whisper's special tokens are added
-  /// in openai's order (99 languages). Throws alto::IoError naming a missing or corrupt file.
+  /// special_tokens_map.json), or with tekken.json; such a file itself; or a .tiktoken file, to
+  /// which Whisper's special tokens are added in openai's order (99 languages). Throws
+  /// alto::IoError naming a missing or corrupt file, alto::Unsupported for a normaliser,
+  /// pre-tokenizer or pattern construct alto does not run.
   static std::shared_ptr<const BpeTokenizer> from_pretrained(const std::string& path);
 
   /// Text -> ids. Added-token text (<|en|>, <|0.00|>, ...) becomes that token unless

@@ -161,3 +161,107 @@ TEST_CASE("tokenizer files that are missing or corrupt", "[tokenizer]") {
   std::ofstream(bad_rank) << "IQ== x\n";
   CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(bad_rank), Catch::Contains("rank"));
 }
+
+TEST_CASE("Qwen2's tokenizer.json: NFC, its Split pattern, added tokens", "[tokenizer]") {
+  const auto t = BpeTokenizer::from_pretrained(
+      alto::test::data_path("models/qwen2-audio-tiny-random"));
+  std::ifstream in(alto::test::data_path("tokenizers/pretokenizer_cases.json"));
+  const json reference = json::parse(in);
+  for (const auto& c : reference["cases"]) {
+    const std::string text = c["text"];
+    INFO("'" << text << "'");
+    const std::vector<int64_t> ids = t->encode(text);
+    CHECK(ids == ids_of(c["qwen2_ids"]));
+    CHECK(t->decode(ids, false) == c["nfc"].get<std::string>());  // byte-level: lossless
+  }
+  std::vector<int64_t> turn{t->token_to_id("<|im_start|>")};
+  const std::vector<int64_t> user = t->encode("user\n");
+  turn.insert(turn.end(), user.begin(), user.end());
+  CHECK(t->encode("<|im_start|>user\n") == turn);
+  CHECK(t->is_special(t->token_to_id("<|AUDIO|>")));
+  CHECK(t->decode(t->encode("<|im_start|>hi<|im_end|>"), true) == "hi");
+}
+
+namespace {
+
+// A tekken.json over Whisper's tiktoken ranks, with Voxtral's special tokens below 1000.
+std::string whisper_tekken(const json& config_overrides = json::object()) {
+  std::ifstream ranks(kDir + "/multilingual.tiktoken");
+  json vocab = json::array();
+  std::string line;
+  while (std::getline(ranks, line)) {
+    const size_t space = line.find(' ');
+    vocab.push_back({{"rank", std::stoll(line.substr(space + 1))},
+                     {"token_bytes", line.substr(0, space)},
+                     {"token_str", nullptr}});
+  }
+  json specials = json::array();
+  for (const auto& [rank, token] :
+       std::vector<std::pair<int, std::string>>{{0, "<unk>"},
+                                                {1, "<s>"},
+                                                {2, "</s>"},
+                                                {3, "[INST]"},
+                                                {4, "[/INST]"},
+                                                {11, "<pad>"},
+                                                {17, "[SYSTEM_PROMPT]"},
+                                                {18, "[/SYSTEM_PROMPT]"},
+                                                {24, "[AUDIO]"},
+                                                {25, "[BEGIN_AUDIO]"},
+                                                {34, "[TRANSCRIBE]"}})
+    specials.push_back({{"rank", rank}, {"token_str", token}, {"is_control", true}});
+  json config = {
+      {"pattern", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+      {"num_vocab_tokens", vocab.size()},
+      {"default_vocab_size", 1000 + vocab.size()},
+      {"default_num_special_tokens", 1000},
+      {"version", "v7"}};
+  config.update(config_overrides);
+  const std::string dir = alto::test::temp_path("tekken");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tekken.json")
+      << json{{"config", config}, {"vocab", vocab}, {"special_tokens", specials}}.dump();
+  return dir + "/tekken.json";
+}
+
+}  // namespace
+
+TEST_CASE("tekken.json from Whisper's ranks gives tiktoken's ids after the specials",
+          "[tokenizer]") {
+  const auto t = BpeTokenizer::from_pretrained(whisper_tekken());
+  const auto through_registry = alto::tokenizers::TextTokenizer::from_pretrained(whisper_tekken());
+  int checked = 0;
+  for (const auto& c : load("cases.json")) {
+    if (!c["openai_encode_default"].is_array()) continue;  // tiktoken refused the text
+    std::vector<int64_t> expected = ids_of(c["openai_encode_default"]);
+    // Text holding Whisper's own specials is another tokenizer's business.
+    if (std::any_of(expected.begin(), expected.end(), [](int64_t id) { return id >= 50257; }))
+      continue;
+    for (int64_t& id : expected) id += 1000;
+    const std::string text = c["text"];
+    INFO(c["name"].get<std::string>());
+    CHECK(t->encode(text, /*split_special_tokens=*/true) == expected);
+    CHECK(through_registry->encode(text, true) == expected);
+    CHECK(t->decode(expected, true) == c["decoded"].get<std::string>());
+    ++checked;
+  }
+  CHECK(checked > 40);
+  // Specials: their ids below the vocabulary, by name, in text unless split, skipped in decode.
+  CHECK(t->vocab_size() == 1000 + 50257);
+  CHECK(t->token_to_id("[AUDIO]") == 24);
+  CHECK(t->token_to_id("[TRANSCRIBE]") == 34);
+  CHECK(t->id_to_token(5) == "<SPECIAL_5>");
+  CHECK(t->is_special(1));
+  CHECK_FALSE(t->is_special(1000));
+  const std::vector<int64_t> hello = t->encode("Hello", true);
+  std::vector<int64_t> prompt{1, 3};
+  prompt.insert(prompt.end(), hello.begin(), hello.end());
+  prompt.push_back(4);
+  CHECK(t->encode("<s>[INST]Hello[/INST]") == prompt);
+  CHECK(t->decode(prompt, false) == "<s>[INST]Hello[/INST]");
+  CHECK(t->decode(prompt, true) == "Hello");
+  // Truncated to default_vocab_size, as mistral-common's Tekkenizer.
+  CHECK(BpeTokenizer::from_pretrained(whisper_tekken({{"default_vocab_size", 1300}}))
+            ->vocab_size() == 1300);
+  CHECK_THROWS_WITH(BpeTokenizer::from_pretrained(whisper_tekken({{"pattern", "(?<x>a)"}})),
+                    Catch::Contains("config.pattern") && Catch::Contains("group kind"));
+}
