@@ -2,6 +2,10 @@
 // Each subcommand registers its options and its callback on the top-level app.
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace alto::cli {
 
@@ -13,5 +17,14 @@ void add_embed_command(CLI::App& app);
 void add_transcribe_command(CLI::App& app);
 void add_encode_command(CLI::App& app);
 void add_decode_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
+
+/// Whether `dir` is an audio LM (alto transcribe hands those to transcribe_with_audio_lm).
+bool is_audio_lm(const std::string& dir);
+/// Each input through the audio LM's transcription prompt, greedy; text or --json per input.
+void transcribe_with_audio_lm(const std::string& dir, const std::string& device,
+                              const std::string& dtype, const std::vector<std::string>& inputs,
+                              const std::string& language, bool json,
+                              std::optional<int64_t> max_new_tokens);
 
 }  // namespace alto::cli

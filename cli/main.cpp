@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   alto::cli::add_transcribe_command(app);
   alto::cli::add_encode_command(app);
   alto::cli::add_decode_command(app);
+  alto::cli::add_chat_command(app);
 
   try {
     app.parse(argc, argv);

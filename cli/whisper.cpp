@@ -39,7 +39,8 @@ struct ModelArgs {
 
   LoadOptions load_options() const { return LoadOptions::parse(device, dtype); }
   void add_to(CLI::App* cmd) {
-    cmd->add_option("--model", model, "Whisper checkpoint folder (config.json, model.safetensors)")
+    cmd->add_option("--model", model,
+                    "Whisper (or, for transcribe, Qwen2-Audio / Voxtral) checkpoint folder")
         ->required();
     cmd->add_option("--device", device, "cpu, cuda or cuda:N (default cpu)");
     cmd->add_option("--dtype", dtype, "float32, float16 (CUDA) or bfloat16 (default float32)");
@@ -184,6 +185,14 @@ void print_transcript(const TranscribeArgs& a, const std::string& input,
 }
 
 void run_transcribe(const TranscribeArgs& a) {
+  if (is_audio_lm(a.model.model)) {
+    ALTO_CHECK(!a.raw && !a.timestamps && !a.srt && !a.vtt && a.task == "transcribe",
+               a.model.model, ": an audio LM transcribes text only (no --raw, --timestamps, "
+               "--srt, --vtt or --task translate)");
+    return transcribe_with_audio_lm(
+        a.model.model, a.model.device, a.model.dtype, a.inputs, a.language, a.json,
+        a.max_new_tokens > 0 ? std::optional<int64_t>(a.max_new_tokens) : std::nullopt);
+  }
   if (a.raw) return run_raw(a);
   ALTO_CHECK(a.output.empty(), "-o is for --raw; transcripts go to standard output");
   ALTO_CHECK(a.srt + a.vtt + a.json <= 1, "give at most one of --json, --srt, --vtt");
@@ -233,7 +242,8 @@ void add_embed_command(CLI::App& app) {
 }
 
 void add_transcribe_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("transcribe", "Transcribe or translate speech with Whisper");
+  auto* cmd = app.add_subcommand(
+      "transcribe", "Transcribe or translate speech with Whisper, or transcribe with an audio LM");
   auto a = std::make_shared<TranscribeArgs>();
   a->model.add_to(cmd);
   cmd->add_option("inputs", a->inputs, "Audio files (any format; resampled to 16 kHz mono)")

@@ -20,6 +20,15 @@ std::shared_ptr<const AudioLanguageModel> AudioLanguageModel::from_pretrained(
   return audio_language_models().at(model_type, config.path()).from_pretrained(dir, options);
 }
 
+bool AudioLanguageModel::recognizes(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(fs::path(dir) / "config.json")) return false;
+  const auto config = detail::JsonConfig::load((fs::path(dir) / "config.json").string());
+  std::string model_type;
+  config.read("model_type", model_type);
+  return audio_language_models().find(model_type) != nullptr;
+}
+
 std::string audio_lm_text_prefix(const SafetensorsCheckpoint& checkpoint) {
   // The Hub's files (transformers 4) and what transformers 5.17's save_pretrained writes.
   for (const char* prefix : {"language_model.model.", "language_model.model.model."})

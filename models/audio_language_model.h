@@ -72,6 +72,9 @@ class AudioLanguageModel {
   static std::shared_ptr<const AudioLanguageModel> from_pretrained(
       const std::string& dir, const LoadOptions& options = {});
 
+  /// Whether `dir` holds a config.json whose model_type is a registered audio LM.
+  static bool recognizes(const std::string& dir);
+
   virtual std::string model_type() const = 0;
   /// The processor: a conversation -> prompt, expanded ids and features, exactly as the
   /// model's transformers processor and chat template give them. Needs the folder's tokenizer.

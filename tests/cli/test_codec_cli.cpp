@@ -12,23 +12,13 @@
 #include "alto/core/safetensors.h"
 #include "features/golden.h"
 #include "models/golden_model.h"
+#include "cli/run_cli.h"
 #include "test_util.h"
 
 namespace {
 
-// stdout and stderr of `alto ARGS`; REQUIREs exit status `status`.
 std::string run(const std::string& args, int status = 0) {
-  const std::string command = std::string(ALTO_CLI_PATH) + " " + args + " 2>&1";
-  INFO(command);
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  const int rc = pclose(pipe);
-  INFO(out);
-  REQUIRE(WEXITSTATUS(rc) == status);
-  return out;
+  return alto::test::run_cli(args, status, alto::test::Stderr::kMerge);
 }
 
 void check_folder(const std::string& name, const std::string& bandwidth, bool stream) {

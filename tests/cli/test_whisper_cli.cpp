@@ -10,24 +10,15 @@
 #include "alto/core/safetensors.h"
 #include "features/golden.h"
 #include "models/golden_model.h"
+#include "cli/run_cli.h"
 #include "test_util.h"
 
 namespace {
 
 const std::string kTokenizer = alto::test::data_path("tokenizers/whisper-multilingual");
 
-// stdout of `alto ARGS`; REQUIREs exit status `status`.
 std::string run(const std::string& args, int status = 0) {
-  const std::string command = std::string(ALTO_CLI_PATH) + " " + args + " 2>/dev/null";
-  INFO(command);
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe);
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  const int rc = pclose(pipe);
-  REQUIRE(WEXITSTATUS(rc) == status);
-  return out;
+  return alto::test::run_cli(args, status, alto::test::Stderr::kDiscard);
 }
 
 }  // namespace
