@@ -13,6 +13,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/options.h"
+#include "alto/models/blocks/intermediates.h"
 
 namespace alto::python {
 
@@ -47,10 +48,15 @@ py::dict options_dict(const std::vector<std::pair<std::string, OptionValue>>& va
 /// Registers submodule `name` of `parent` in sys.modules, so `import alto.features` works.
 py::module_ submodule(py::module_& parent, const char* name, const char* doc);
 
+/// A forward pass's named intermediates as {name: tensor} in the order they were made.
+py::dict intermediates_dict(const models::Intermediates& intermediates);
+
 void bind_core(py::module_& m);
 void bind_audio(py::module_& m);
 void bind_features(py::module_& m);
 void bind_models(py::module_& m);
+/// Into alto.models, from bind_models.
+void bind_audio_language_models(py::module_& m);
 void bind_tokenizers(py::module_& m);
 void bind_audio_tokenizer(py::module_& m);
 

@@ -1,4 +1,5 @@
-// models/: Whisper (encode with named intermediates, cached decode, generate, transcribe).
+// models/: Whisper (encode with named intermediates, cached decode, generate, transcribe); the
+// audio LMs are in audio_language_model.cpp.
 
 #include <map>
 #include <memory>
@@ -31,12 +32,6 @@ struct DecoderState {
   std::mutex mutex;
   WhisperDecoderState state;
 };
-
-py::dict intermediates_dict(const Intermediates& intermediates) {
-  py::dict d;
-  for (const auto& [name, tensor] : intermediates.tensors) d[py::str(name)] = tensor;
-  return d;
-}
 
 /// The model plus what generate() and transcribe() need beside it, built on first use. The
 /// model itself is immutable; the lazily built parts are guarded by one lock.
@@ -134,8 +129,15 @@ py::dict segment_dict(const models::WhisperSegment& s) {
 
 }  // namespace
 
+py::dict intermediates_dict(const Intermediates& intermediates) {
+  py::dict d;
+  for (const auto& [name, tensor] : intermediates.tensors) d[py::str(name)] = tensor;
+  return d;
+}
+
 void bind_models(py::module_& top) {
   py::module_ m = submodule(top, "models", "alto's models, loaded from Hugging Face checkpoints.");
+  bind_audio_language_models(m);
 
   py::class_<DecoderState, std::shared_ptr<DecoderState>>(
       m, "WhisperDecoderState",

@@ -1,5 +1,5 @@
-// tokenizers/: Whisper's byte-level BPE text tokenizer. (The codec tokenizers are in
-// audio_tokenizer.cpp.)
+// tokenizers/: the text-tokenizer interface and Whisper's byte-level BPE over it. (The codec
+// tokenizers are in audio_tokenizer.cpp.)
 
 #include <memory>
 #include <string>
@@ -15,6 +15,7 @@ namespace alto::python {
 namespace {
 
 using tokenizers::BpeTokenizer;
+using tokenizers::TextTokenizer;
 
 /// Whisper's special tokens as this tokenizer names them (the Whisper layer over the BPE).
 models::WhisperSpecialTokens whisper(const BpeTokenizer& t) {
@@ -43,7 +44,59 @@ std::vector<int64_t> ids_of(const py::object& ids) {
 void bind_tokenizers(py::module_& top) {
   py::module_ m = submodule(top, "tokenizers", "Text and audio tokenizers.");
 
-  py::class_<BpeTokenizer, std::shared_ptr<BpeTokenizer>> bpe(
+  py::class_<TextTokenizer, std::shared_ptr<TextTokenizer>>(
+      m, "TextTokenizer",
+      R"doc(A text tokenizer in any format alto reads (tokenizer.json byte-level BPE as Qwen2's,
+vocab.json + merges.txt, .tiktoken, Mistral's tekken.json). Immutable; safe to share::
+
+    tok = alto.tokenizers.TextTokenizer.from_pretrained("Qwen2-Audio-7B-Instruct")
+    ids = tok.encode("<|im_start|>user")
+    tok.decode(ids, skip_special_tokens=True))doc")
+      .def_static(
+          "from_pretrained",
+          [](const std::string& path) {
+            py::gil_scoped_release release;
+            return std::const_pointer_cast<TextTokenizer>(TextTokenizer::from_pretrained(path));
+          },
+          py::arg("path"),
+          "The first format that recognises `path` (a folder or a file) loads it. Raises "
+          "alto.IoError naming the path when none does, or a corrupt file.")
+      .def("encode", &TextTokenizer::encode, py::arg("text"),
+           py::arg("split_special_tokens") = false, py::call_guard<py::gil_scoped_release>(),
+           "Text -> ids (list of int). Added-token text becomes that token unless "
+           "split_special_tokens. Raises alto.Error for invalid UTF-8.")
+      .def(
+          "encode_with_offsets",
+          [](const TextTokenizer& t, const std::string& text) {
+            py::list out;
+            for (const tokenizers::TokenSpan& s : t.encode_with_offsets(text))
+              out.append(py::make_tuple(s.id, s.begin, s.end));
+            return out;
+          },
+          py::arg("text"),
+          "[(id, begin, end)]: each token and the bytes [begin, end) of the (normalised) text "
+          "it covers.")
+      .def(
+          "decode",
+          [](const TextTokenizer& t, const py::object& ids, bool skip_special_tokens) {
+            const std::vector<int64_t> list = ids_of(ids);
+            py::gil_scoped_release release;
+            return t.decode(list, skip_special_tokens);
+          },
+          py::arg("ids"), py::arg("skip_special_tokens") = false,
+          "Ids (list or 1-D integer tensor) -> text; special tokens dropped with "
+          "skip_special_tokens.")
+      .def_property_readonly("vocab_size", &TextTokenizer::vocab_size,
+                             "Every id, added tokens included.")
+      .def("token_to_id", &TextTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
+      .def("id_to_token", &TextTokenizer::id_to_token, py::arg("id"),
+           "The token string of an id.")
+      .def("is_special", &TextTokenizer::is_special, py::arg("id"),
+           "Whether an id is a special token.")
+      .def_property_readonly("added_tokens", &TextTokenizer::added_tokens,
+                             "Added tokens [(content, id)] in id order.");
+
+  py::class_<BpeTokenizer, TextTokenizer, std::shared_ptr<BpeTokenizer>> bpe(
       m, "BpeTokenizer",
       R"doc(Whisper's text tokenizer: GPT-2 byte-level BPE plus Whisper's special and timestamp tokens.
 
@@ -62,10 +115,6 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
          py::arg("path"),
          "A folder with tokenizer.json, or vocab.json + merges.txt (+ added_tokens.json), or an "
          "openai .tiktoken file. Raises alto.IoError naming a missing or corrupt file.")
-      .def("encode", &BpeTokenizer::encode, py::arg("text"),
-           py::arg("split_special_tokens") = false, py::call_guard<py::gil_scoped_release>(),
-           "Text -> ids (list of int). Added-token text (<|en|>, <|0.00|>) becomes that token "
-           "unless split_special_tokens. Raises alto.Error for invalid UTF-8.")
       .def(
           "decode",
           [](const BpeTokenizer& t, const py::object& ids, bool skip_special_tokens,
@@ -104,12 +153,6 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           py::arg("ids"),
           "Segments between timestamp pairs as WhisperTokenizer.decode(output_offsets=True): "
           "[{\"text\", \"timestamp\": (start, end)}].")
-      .def_property_readonly("vocab_size", &BpeTokenizer::vocab_size,
-                             "Every id, added tokens included.")
-      .def("token_to_id", &BpeTokenizer::token_to_id, py::arg("token"), "-1 when absent.")
-      .def("id_to_token", &BpeTokenizer::id_to_token, py::arg("id"), "The token string of an id.")
-      .def("is_special", &BpeTokenizer::is_special, py::arg("id"),
-           "Whether an id is an added (special) token.")
       .def(
           "language_token",
           [](const BpeTokenizer& t, const std::string& code) {

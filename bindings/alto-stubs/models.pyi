@@ -1,8 +1,10 @@
 """alto.models: models loaded from Hugging Face checkpoints."""
-from typing import Any, Literal, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence, Tuple, Union, overload
 
 import numpy
 import torch
+
+from .tokenizers import TextTokenizer
 
 TensorLike = Union[torch.Tensor, numpy.ndarray]
 
@@ -89,3 +91,92 @@ class Whisper:
         initial_prompt: str = "",
     ) -> dict[str, Any]:
         """{"text", "language", "segments": [{"start", "end", "text", "tokens", ...}]}."""
+
+Conversation = Sequence[dict[str, Any]]
+"""[{"role", "content": str | [{"type": "text", "text"} | {"type": "audio", "audio" | "path"}]}]"""
+
+class TextDecoderState:
+    """The KV caches of a batch of rows (TextDecoder.start makes one)."""
+    @property
+    def length(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+
+class TextDecoder:
+    """transformers' LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM."""
+    @staticmethod
+    def from_pretrained(dir: str, device: str = "cpu", dtype: str = "float32") -> "TextDecoder": ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    def embed(self, input_ids: TensorLike) -> torch.Tensor: ...
+    def start(self, batch: int, capacity: int) -> TextDecoderState: ...
+    def forward(
+        self,
+        inputs_embeds: TensorLike,
+        attention_mask: Optional[TensorLike] = None,
+        *,
+        state: Optional[TextDecoderState] = None,
+        return_intermediates: bool = False,
+        attention_weights: bool = False,
+    ) -> Union[torch.Tensor, Tuple[torch.Tensor, dict[str, torch.Tensor]]]:
+        """[batch, T, hidden] -> final-norm hidden states [batch, T, hidden]."""
+    def logits(self, hidden: TensorLike) -> torch.Tensor: ...
+    def generate(
+        self,
+        input_ids: Optional[TensorLike] = None,
+        *,
+        inputs_embeds: Optional[TensorLike] = None,
+        attention_mask: Optional[TensorLike] = None,
+        return_logits: bool = False,
+        on_token: Optional[Callable[[int, int], Optional[bool]]] = None,
+        **generation_config: Any,
+    ) -> dict[str, Any]:
+        """{"generated_ids", "logits" (with return_logits), "prefill_seconds", "token_seconds"}."""
+
+class AudioLanguageModel:
+    """Qwen2-Audio / Voxtral (transformers' *ForConditionalGeneration) from a Hub folder."""
+    @staticmethod
+    def from_pretrained(dir: str, device: str = "cpu", dtype: str = "float32") -> "AudioLanguageModel": ...
+    @staticmethod
+    def model_types() -> dict[str, str]: ...
+    @property
+    def model_type(self) -> str: ...
+    @property
+    def sampling_rate(self) -> int: ...
+    @property
+    def audio_token_id(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+    @property
+    def generation_config(self) -> dict[str, Any]: ...
+    @property
+    def text_decoder(self) -> TextDecoder: ...
+    @property
+    def tokenizer(self) -> TextTokenizer: ...
+    def process(self, conversation: Conversation, add_generation_prompt: bool = True) -> dict[str, Any]:
+        """{"prompt", "input_ids", "attention_mask", "input_features", "feature_attention_mask",
+        "audio_tokens"}."""
+    def transcription_inputs(self, wave: TensorLike, language: Optional[str] = None) -> dict[str, Any]: ...
+    def embed(
+        self, inputs: Mapping[str, Any], return_intermediates: bool = False, attention_weights: bool = False
+    ) -> dict[str, Any]:
+        """{"input_ids", "audio_positions", "audio_embeds", "inputs_embeds"[, "intermediates"]}."""
+    def logits(
+        self, inputs: Mapping[str, Any], return_intermediates: bool = False, attention_weights: bool = False
+    ) -> Union[torch.Tensor, Tuple[torch.Tensor, dict[str, torch.Tensor]]]: ...
+    def generate(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        return_logits: bool = False,
+        on_token: Optional[Callable[[int, int], Optional[bool]]] = None,
+        **generation_config: Any,
+    ) -> dict[str, Any]:
+        """{"generated_ids", "text", "logits" (with return_logits), "prefill_seconds",
+        "token_seconds"}."""

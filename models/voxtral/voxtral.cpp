@@ -45,6 +45,10 @@ Voxtral::Voxtral(const std::string& dir, const LoadOptions& options) {
                        ? tokenizers::TextTokenizer::from_pretrained(
                              (fs::path(dir) / "tekken.json").string())
                        : nullptr);
+  if (tokenizer_)
+    ALTO_CHECK(tokenizer_->token_to_id("[AUDIO]") == audio_token_id_, dir,
+               "/tekken.json: [AUDIO] is id ", tokenizer_->token_to_id("[AUDIO]"),
+               " but config.json's audio_token_id is ", audio_token_id_);
   ALTO_CHECK(extractor_->options().nb_max_frames() == audio.input_frames(), dir,
              ": the feature extractor's ", extractor_->options().nb_max_frames(),
              " frames per chunk do not fill the encoder's window of ", audio.input_frames());

@@ -6,8 +6,9 @@
 
 namespace alto::test {
 
-std::string run_cli(const std::string& args, int status, Stderr err) {
-  const std::string command = std::string(ALTO_CLI_PATH) + " " + args +
+std::string run_program(const std::string& program, const std::string& args, int status,
+                        Stderr err) {
+  const std::string command = program + " " + args +
                               (err == Stderr::kMerge ? " 2>&1" : " 2>/dev/null");
   INFO(command);
   FILE* pipe = popen(command.c_str(), "r");
@@ -19,6 +20,10 @@ std::string run_cli(const std::string& args, int status, Stderr err) {
   INFO(out);
   REQUIRE(WEXITSTATUS(rc) == status);
   return out;
+}
+
+std::string run_cli(const std::string& args, int status, Stderr err) {
+  return run_program(ALTO_CLI_PATH, args, status, err);
 }
 
 }  // namespace alto::test

@@ -1,5 +1,5 @@
 #pragma once
-// Drives the built `alto` executable as a user would.
+// Drives the built `alto` executable (and the samples) as a user would.
 
 #include <string>
 
@@ -7,7 +7,10 @@ namespace alto::test {
 
 enum class Stderr { kDiscard, kMerge };
 
-/// stdout of `alto ARGS` (with stderr appended when kMerge); REQUIREs exit status `status`.
+/// stdout of `PROGRAM ARGS` (with stderr appended when kMerge); REQUIREs exit status `status`.
+std::string run_program(const std::string& program, const std::string& args, int status = 0,
+                        Stderr err = Stderr::kDiscard);
+/// run_program of the built `alto`.
 std::string run_cli(const std::string& args, int status = 0, Stderr err = Stderr::kDiscard);
 
 }  // namespace alto::test

@@ -5,10 +5,14 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "alto/audio/audio_tensor.h"
 #include "alto/audio/load.h"
 #include "alto/core/error.h"
+#include "alto/core/safetensors.h"
 #include "alto/models/qwen2_audio/qwen2_audio.h"
 #include "models/golden_model.h"
 #include "test_util.h"
@@ -127,4 +131,41 @@ TEST_CASE("Qwen2-Audio names what is wrong with its inputs", "[qwen2_audio][mode
   in.input_ids = torch::cat({in.input_ids, torch::full({1, 1}, model->audio_token_id())}, 1);
   CHECK_THROWS_WITH(model->embed(in), Contains("121 audio placeholder tokens") &&
                                           Contains("gives 120 embeddings"));
+  // Audio features without placeholders.
+  in = golden_inputs(golden, "");
+  in.input_ids = torch::tensor(model->tokenizer().encode("Hello")).unsqueeze(0);
+  CHECK_THROWS_WITH(model->embed(in), Contains("0 audio placeholder tokens") &&
+                                          Contains("gives 120 embeddings"));
+}
+
+TEST_CASE("Qwen2-Audio refuses folders whose parts disagree", "[qwen2_audio][models]") {
+  const GoldenModel golden("qwen2-audio-tiny-random");
+  namespace fs = std::filesystem;
+  auto copy = [&](const std::string& name) {
+    const std::string dir = alto::test::temp_path(name);
+    fs::copy(golden.dir(), dir, fs::copy_options::recursive);
+    return dir;
+  };
+  // A tokenizer without the audio placeholder token.
+  const std::string no_audio_token = copy("qwen2-audio-no-audio-token");
+  std::ifstream in(no_audio_token + "/tokenizer.json");
+  nlohmann::json tokenizer = nlohmann::json::parse(in);
+  in.close();
+  auto& added = tokenizer["added_tokens"];
+  added.erase(std::remove_if(added.begin(), added.end(),
+                             [](const nlohmann::json& t) { return t["content"] == "<|AUDIO|>"; }),
+              added.end());
+  std::ofstream(no_audio_token + "/tokenizer.json") << tokenizer.dump();
+  CHECK_THROWS_WITH(AudioLanguageModel::from_pretrained(no_audio_token),
+                    Catch::Contains("<|AUDIO|> is id -1") &&
+                        Catch::Contains("audio_token_index is 643"));
+  // A projector that does not map the audio width onto the text width.
+  const std::string narrow = copy("qwen2-audio-narrow-projector");
+  const alto::SafetensorsFile weights(narrow + "/model.safetensors");
+  auto tensors = weights.tensors();
+  tensors["multi_modal_projector.linear.weight"] = torch::zeros({32, 16});
+  alto::save_safetensors(narrow + "/model.safetensors", {tensors.begin(), tensors.end()});
+  CHECK_THROWS_WITH(AudioLanguageModel::from_pretrained(narrow),
+                    Catch::Contains("multi_modal_projector.linear.weight") &&
+                        Catch::Contains("[32, 32]"));
 }
