@@ -7,9 +7,11 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/mlp.h"
 #include "alto/models/blocks/norm.h"
+#include "alto/models/internal/few_rows.h"
 
 namespace alto::models {
 
@@ -267,6 +269,11 @@ torch::Tensor TextDecoder::forward(const torch::Tensor& inputs_embeds,
   ALTO_CHECK(past + time <= state.capacity(), "TextDecoder::forward: ", past, " cached + ", time,
              " new positions exceed the state's capacity of ", state.capacity());
   torch::NoGradGuard no_grad;
+  // A decoding step's operators are tiny but its few-row products stream GBs of weights on
+  // alto's threads; libtorch's OpenMP team, left spinning after each small operator, would
+  // take their cores (blocks::linear).
+  std::optional<SingleThreadedTorch> step;
+  if (batch * time <= kernels::kMaxFewRows) step.emplace();
   torch::Tensor real =
       attention_mask.defined()
           ? attention_mask.to(device, torch::kInt64)
@@ -320,7 +327,7 @@ torch::Tensor TextDecoder::logits(const torch::Tensor& hidden) const {
              "TextDecoder::logits: hidden must be [..., ", impl_->config.hidden_size, "], got ",
              hidden.sizes());
   torch::NoGradGuard no_grad;
-  return torch::linear(hidden.to(impl_->options.device, impl_->options.dtype), impl_->lm_head)
+  return blocks::linear(hidden.to(impl_->options.device, impl_->options.dtype), impl_->lm_head)
       .to(torch::kFloat32);
 }
 

@@ -3,8 +3,8 @@
 
 Every `#include "alto/<folder>/..."` in a source or header under the layered folders must point
 to the same layer or one below it. `internal/` headers are not installed: a public header must
-not include one, and the CLI and the Python module, which use only alto's public API, include
-none. Exits 1 listing every violation.
+not include one, and the CLI, the Python module and the samples, which use only alto's public
+API, include none. Exits 1 listing every violation.
 
 usage: check-layers.py [ROOT]   (default: the repository holding this script)
 """
@@ -23,12 +23,14 @@ LAYERS = [
     ("models/blocks",),
     ("models",),  # architectures: models/*.{h,cpp}, models/<architecture>/
     ("streaming",),
-    ("cli", "bindings"),
+    ("cli", "bindings", "samples"),
 ]
 # Top layers that must not include each other either.
-SIBLINGS_APART = {"cli", "bindings"}
+SIBLINGS_APART = {"cli", "bindings", "samples"}
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:alto/)?([a-z_]+(?:/[a-z_]+)*)/[^"/]+"', re.M)
+# "alto/models/x.h", "models/x.h" (inside the tree) or <alto/models/x.h> (as an application).
+INCLUDE = re.compile(r'^\s*#\s*include\s+(?:"(?:alto/)?|<alto/)([a-z_]+(?:/[a-z_]+)*)/[^">/]+[">]',
+                     re.M)
 
 
 def layer_of(path):

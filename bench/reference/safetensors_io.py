@@ -43,19 +43,19 @@ def metadata(path):
 
 
 def save(path, tensors, meta=None):
-    """tensors: dict name -> torch.Tensor; meta: dict of strings for "__metadata__"."""
-    header, offset, blobs = {}, 0, []
+    """tensors: dict name -> torch.Tensor; meta: dict of strings for "__metadata__". Writes one
+    tensor at a time, so a checkpoint of several GB needs no second copy in memory."""
+    header, offset = {}, 0
     for name, t in tensors.items():
-        data = t.detach().contiguous().cpu().numpy().tobytes()
+        size = t.numel() * t.element_size()
         header[name] = {"dtype": _NAMES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
+                        "data_offsets": [offset, offset + size]}
+        offset += size
     header["__metadata__"] = dict(meta or {"format": "pt"})
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)  # the data section starts 8-byte aligned
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)
-        for blob in blobs:
-            f.write(blob)
+        for t in tensors.values():
+            f.write(memoryview(t.detach().contiguous().cpu().numpy()).cast("B"))

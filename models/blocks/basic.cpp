@@ -4,6 +4,7 @@
 
 #include "alto/core/error.h"
 #include "alto/models/internal/conv.h"
+#include "alto/models/internal/few_rows.h"
 
 namespace alto::models::blocks {
 
@@ -19,8 +20,19 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
   if (with_bias) bias = uninitialised_parameter(*this, "bias", {out_features}, options);
 }
 
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) {
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  if (!kernels::few_rows(flat) || weight.scalar_type() != x.scalar_type() ||
+      (bias.defined() && bias.scalar_type() != x.scalar_type()))
+    return torch::linear(x, weight, bias);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  return kernels::linear_few_rows(flat, weight, bias).view(sizes);
+}
+
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
-  return torch::linear(x, weight, bias);
+  return linear(x, weight, bias);
 }
 
 Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& options) : conv(c) {

@@ -24,6 +24,12 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
                                       torch::IntArrayRef shape,
                                       const torch::TensorOptions& options);
 
+/// torch::linear(x, weight, bias) for x [..., in]. A few rows (a decoding or streaming step)
+/// go to the kernels that read each weight once, on all intra-op threads (models/internal/
+/// few_rows.h): libtorch's matrix-vector products run far below the memory bandwidth.
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias = {});
+
 /// y = x W^T + b (torch.nn.Linear): weight [out, in], bias [out].
 class LinearImpl : public torch::nn::Module {
  public:

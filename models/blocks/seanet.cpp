@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "alto/core/error.h"
-#include "alto/models/internal/few_rows.h"
+#include "alto/models/blocks/basic.h"
 
 namespace alto::models::blocks {
 
@@ -372,8 +372,7 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SeanetLstmImpl::run_cpu(
     float* hs = h.data_ptr<float>();
     float* cs = c.data_ptr<float>();
     for (int64_t t = 0; t < time; ++t) {
-      const torch::Tensor recurrent = kernels::few_rows(h) ? kernels::linear_few_rows(h, w_hh, b_hh)
-                                                           : torch::linear(h, w_hh, b_hh);
+      const torch::Tensor recurrent = linear(h, w_hh, b_hh);
       const float* r = recurrent.data_ptr<float>();
       const float* p = projected.data_ptr<float>() + t * batch * 4 * dim;
       float* o = layer_out.data_ptr<float>() + t * batch * dim;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "alto/core/error.h"
+#include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/mlp.h"
 #include "alto/models/blocks/norm.h"
 #include "alto/models/internal/few_rows.h"
@@ -59,17 +60,6 @@ class TransformerLayerImpl : public torch::nn::Module {
   LayerScale self_attn_layer_scale, mlp_layer_scale;
 };
 TORCH_MODULE(TransformerLayer);
-
-// torch::linear(x, weight, bias) for x [..., in]; the few rows of a streaming step (one Mimi
-// frame: 2 positions) read the weights once (layers/few_rows.h).
-torch::Tensor project(const torch::Tensor& x, const torch::Tensor& weight,
-                      const torch::Tensor& bias) {
-  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-  if (!kernels::few_rows(flat)) return torch::linear(x, weight, bias);
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
-  return kernels::linear_few_rows(flat, weight, bias).view(sizes);
-}
 
 // In place: rows of x [rows, dim] -> layer_norm(row) * weight + bias.
 void layer_norm_rows(float* x, int64_t rows, int64_t dim, const float* weight, const float* bias,
@@ -289,7 +279,7 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
     const auto& layer = layers->at<TransformerLayerImpl>(l);
     const SelfAttentionImpl& attn = *layer.self_attn;
     const torch::Tensor qkv =
-        project(layer.input_layernorm->forward(x), qkv_weights_[l], qkv_biases_[l]);
+        linear(layer.input_layernorm->forward(x), qkv_weights_[l], qkv_biases_[l]);
     const int64_t q_width = o.num_attention_heads * o.head_dim;
     const int64_t kv_width = o.num_key_value_heads * o.head_dim;
     const torch::Tensor q =
@@ -321,12 +311,12 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
     const torch::Tensor attended =
         torch::matmul(probs, v).transpose(1, 2).reshape({batch, time, -1});
     x = x + layer.self_attn_layer_scale->forward(
-                project(attended, attn.output_proj->weight, attn.output_proj->bias));
+                linear(attended, attn.output_proj->weight, attn.output_proj->bias));
     const torch::Tensor m = layer.post_attention_layernorm->forward(x);
     const torch::Tensor hidden =
-        activate(project(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
+        activate(linear(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
     x = x + layer.mlp_layer_scale->forward(
-                project(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias));
+                linear(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias));
   }
   if (cache) {
     cache->position += time;

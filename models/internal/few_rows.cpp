@@ -3,32 +3,39 @@
 #include <immintrin.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include "alto/core/error.h"
 #include "alto/core/internal/blas.h"
+#include "alto/core/threading.h"
 
 namespace alto::models::kernels {
 
 namespace {
+
+std::atomic<Isa> isa_cap{Isa::kAvx512Bf16};
 
 bool has_avx2() {
   static const bool yes = [] {
     const CpuInfo cpu = cpu_info();
     return cpu.avx2 && cpu.fma && cpu.os_avx;
   }();
-  return yes;
+  return yes && isa_cap.load() >= Isa::kAvx2;
 }
 
 // y[r, o] = bias[o] + sum_i x[r, i] w[o, i]; the plain loop the compiler vectorises for the
 // baseline instruction set.
+// Kernels compute the outputs [o_begin, o_end) of y, whose rows are ldy apart.
 template <int R>
 void linear_plain(const float* x, const float* w, const float* bias, float* y, int64_t in,
-                  int64_t out) {
-  for (int64_t o = 0; o < out; ++o) {
+                  int64_t ldy, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
     const float* row = w + o * in;
     float sum[R] = {};
     for (int64_t i = 0; i < in; ++i)
       for (int r = 0; r < R; ++r) sum[r] += x[r * in + i] * row[i];
-    for (int r = 0; r < R; ++r) y[r * out + o] = sum[r] + (bias ? bias[o] : 0.f);
+    for (int r = 0; r < R; ++r) y[r * ldy + o] = sum[r] + (bias ? bias[o] : 0.f);
   }
 }
 
@@ -43,7 +50,7 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
 template <int R, int OB>
 __attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const float* w,
                                                           const float* bias, float* y, int64_t in,
-                                                          int64_t out, int64_t o) {
+                                                          int64_t ldy, int64_t o_end, int64_t o) {
   const int64_t vector_end = in / 8 * 8;
   __m256 acc[OB][R];
   for (int b = 0; b < OB; ++b)
@@ -54,7 +61,7 @@ __attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const 
     for (int b = 0; b < OB; ++b) {
       // The next block's rows: the hardware prefetcher stops at each 4 KiB page, which a
       // 1024-float row fills.
-      if (o + OB + b < out)
+      if (o + OB + b < o_end)
         _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
       const __m256 wv = _mm256_loadu_ps(w + (o + b) * in + i);
       for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(wv, xs[r], acc[b][r]);
@@ -64,19 +71,96 @@ __attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const 
     for (int r = 0; r < R; ++r) {
       float sum = horizontal_sum(acc[b][r]);
       for (int64_t i = vector_end; i < in; ++i) sum += x[r * in + i] * w[(o + b) * in + i];
-      y[r * out + o + b] = sum + (bias ? bias[o + b] : 0.f);
+      y[r * ldy + o + b] = sum + (bias ? bias[o + b] : 0.f);
     }
 }
 
 template <int R>
 __attribute__((target("avx2,fma"))) void linear_avx2(const float* x, const float* w,
                                                      const float* bias, float* y, int64_t in,
-                                                     int64_t out) {
+                                                     int64_t ldy, int64_t o_begin,
+                                                     int64_t o_end) {
   // 4 rows of w per pass while the accumulators fit the 16 vector registers.
   constexpr int kBlock = R <= 2 ? 4 : 2;
-  int64_t o = 0;
-  for (; o + kBlock <= out; o += kBlock) linear_rows_avx2<R, kBlock>(x, w, bias, y, in, out, o);
-  for (; o < out; ++o) linear_rows_avx2<R, 1>(x, w, bias, y, in, out, o);
+  int64_t o = o_begin;
+  for (; o + kBlock <= o_end; o += kBlock)
+    linear_rows_avx2<R, kBlock>(x, w, bias, y, in, ldy, o_end, o);
+  for (; o < o_end; ++o) linear_rows_avx2<R, 1>(x, w, bias, y, in, ldy, o_end, o);
+}
+
+// bfloat16: x, w, bias and y in bfloat16, products summed in float32, y rounded to nearest even
+// (as libtorch's bfloat16 linear). Three levels, chosen at run time.
+using c10::BFloat16;
+
+template <int R>
+void linear_bf16_plain(const BFloat16* x, const BFloat16* w, const BFloat16* bias, BFloat16* y,
+                       int64_t in, int64_t ldy, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const BFloat16* row = w + o * in;
+    float sum[R] = {};
+    for (int64_t i = 0; i < in; ++i)
+      for (int r = 0; r < R; ++r) sum[r] += float(x[r * in + i]) * float(row[i]);
+    for (int r = 0; r < R; ++r) y[r * ldy + o] = BFloat16(sum[r] + (bias ? float(bias[o]) : 0.f));
+  }
+}
+
+// Eight bfloat16 -> eight floats: the bits are the float's upper half.
+__attribute__((target("avx2,fma"))) inline __m256 load_bf16x8(const BFloat16* p) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+}
+
+template <int R>
+__attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, const BFloat16* w,
+                                                          const BFloat16* bias, BFloat16* y,
+                                                          int64_t in, int64_t ldy,
+                                                          int64_t o_begin, int64_t o_end) {
+  const int64_t vector_end = in / 8 * 8;
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const BFloat16* row = w + o * in;
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t i = 0; i < vector_end; i += 8) {
+      const __m256 wv = load_bf16x8(row + i);
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(wv, load_bf16x8(x + r * in + i), acc[r]);
+    }
+    for (int r = 0; r < R; ++r) {
+      float sum = horizontal_sum(acc[r]);
+      for (int64_t i = vector_end; i < in; ++i) sum += float(x[r * in + i]) * float(row[i]);
+      y[r * ldy + o] = BFloat16(sum + (bias ? float(bias[o]) : 0.f));
+    }
+  }
+}
+
+// AVX-512 BF16: one vdpbf16ps multiplies 32 bfloat16 pairs and adds them in float32 pairs.
+template <int R>
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) void linear_bf16_avx512(
+    const BFloat16* x, const BFloat16* w, const BFloat16* bias, BFloat16* y, int64_t in,
+    int64_t ldy, int64_t o_begin, int64_t o_end) {
+  const int64_t vector_end = in / 32 * 32;
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    const BFloat16* row = w + o * in;
+    __m512 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < vector_end; i += 32) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(row + i);
+      for (int r = 0; r < R; ++r)
+        acc[r] = _mm512_dpbf16_ps(acc[r], wv, (__m512bh)_mm512_loadu_si512(x + r * in + i));
+    }
+    for (int r = 0; r < R; ++r) {
+      float sum = _mm512_reduce_add_ps(acc[r]);
+      for (int64_t i = vector_end; i < in; ++i) sum += float(x[r * in + i]) * float(row[i]);
+      y[r * ldy + o] = BFloat16(sum + (bias ? float(bias[o]) : 0.f));
+    }
+  }
+}
+
+bool has_avx512_bf16() {
+  static const bool yes = [] {
+    const CpuInfo cpu = cpu_info();
+    return cpu.avx512f && cpu.avx512bw && cpu.avx512_bf16 && cpu.os_avx512;
+  }();
+  return yes && isa_cap.load() >= Isa::kAvx512Bf16;
 }
 
 // y[r, o] = sum_i x[r, i] w[i, o]: plain loops over rows of w.
@@ -142,10 +226,37 @@ void dispatch_rows(int64_t rows, Args... args) {
 template <int R>
 struct Linear {
   static void run(const float* x, const float* w, const float* bias, float* y, int64_t in,
-                  int64_t out) {
-    has_avx2() ? linear_avx2<R>(x, w, bias, y, in, out) : linear_plain<R>(x, w, bias, y, in, out);
+                  int64_t ldy, int64_t o_begin, int64_t o_end) {
+    has_avx2() ? linear_avx2<R>(x, w, bias, y, in, ldy, o_begin, o_end)
+               : linear_plain<R>(x, w, bias, y, in, ldy, o_begin, o_end);
   }
 };
+
+template <int R>
+struct LinearBf16 {
+  static void run(const BFloat16* x, const BFloat16* w, const BFloat16* bias, BFloat16* y,
+                  int64_t in, int64_t ldy, int64_t o_begin, int64_t o_end) {
+    if (has_avx512_bf16())
+      linear_bf16_avx512<R>(x, w, bias, y, in, ldy, o_begin, o_end);
+    else if (has_avx2())
+      linear_bf16_avx2<R>(x, w, bias, y, in, ldy, o_begin, o_end);
+    else
+      linear_bf16_plain<R>(x, w, bias, y, in, ldy, o_begin, o_end);
+  }
+};
+
+// The outputs split over alto's threads: each thread streams its own rows of the weight, so the
+// product runs at the memory bandwidth of all of them. Chunks of at least 2M weights (8 MB in
+// float32) keep a stream step's small matrices inline, where a hand-off costs more than it
+// saves.
+template <template <int> class Kernel, typename T>
+void linear_parallel(const T* x, int64_t rows, int64_t in, const T* w, int64_t out,
+                     const T* bias, T* y) {
+  const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 21) / std::max<int64_t>(in, 1));
+  parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
+    dispatch_rows<Kernel>(rows, x, w, bias, y, in, out, begin, end);
+  });
+}
 
 template <int R>
 struct Matmul {
@@ -156,28 +267,42 @@ struct Matmul {
 
 void check_operands(const torch::Tensor& x, const torch::Tensor& weight, int64_t in_dim,
                     const char* what) {
-  ALTO_CHECK(few_rows(x), what, ": x must be float32 [1..", kMaxFewRows, ", in] on CPU, got ",
-             x.sizes(), " ", x.scalar_type());
-  ALTO_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kFloat32 && weight.is_cpu() &&
+  ALTO_CHECK(few_rows(x), what, ": x must be float32 or bfloat16 [1..", kMaxFewRows,
+             ", in] on CPU, got ", x.sizes(), " ", x.scalar_type());
+  ALTO_CHECK(weight.dim() == 2 && weight.scalar_type() == x.scalar_type() && weight.is_cpu() &&
                  weight.size(in_dim) == x.size(1),
-             what, ": weight ", weight.sizes(), " does not fit x ", x.sizes());
+             what, ": weight ", weight.sizes(), " ", weight.scalar_type(), " does not fit x ",
+             x.sizes(), " ", x.scalar_type());
 }
 
 }  // namespace
 
+Isa limit_isa(Isa cap) { return isa_cap.exchange(cap); }
+
 bool few_rows(const torch::Tensor& x) {
   return x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMaxFewRows && x.is_cpu() &&
-         x.scalar_type() == torch::kFloat32;
+         (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kBFloat16);
 }
 
 torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias) {
   check_operands(x, weight, 1, "linear_few_rows");
+  ALTO_CHECK(!bias.defined() || (bias.scalar_type() == x.scalar_type() && bias.is_cpu() &&
+                                 bias.numel() == weight.size(0)),
+             "linear_few_rows: bias ", bias.sizes(), " does not fit weight ", weight.sizes());
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
   const torch::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   torch::Tensor y = torch::empty({x.size(0), weight.size(0)}, x.options());
-  linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(), weight.size(0),
-                  bc.defined() ? bc.data_ptr<float>() : nullptr, y.data_ptr<float>());
+  if (x.scalar_type() == torch::kBFloat16) {
+    linear_parallel<LinearBf16>(xc.data_ptr<BFloat16>(), x.size(0), x.size(1),
+                                wc.data_ptr<BFloat16>(), weight.size(0),
+                                bc.defined() ? bc.data_ptr<BFloat16>() : nullptr,
+                                y.data_ptr<BFloat16>());
+  } else {
+    linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(),
+                    weight.size(0), bc.defined() ? bc.data_ptr<float>() : nullptr,
+                    y.data_ptr<float>());
+  }
   return y;
 }
 
@@ -185,11 +310,13 @@ void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weig
                      const float* bias, float* y) {
   ALTO_CHECK(rows >= 1 && rows <= kMaxFewRows, "linear_few_rows: rows must lie in [1, ",
              kMaxFewRows, "], got ", rows);
-  dispatch_rows<Linear>(rows, x, weight, bias, y, in, out);
+  linear_parallel<Linear>(x, rows, in, weight, out, bias, y);
 }
 
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {
   check_operands(x, weight, 0, "matmul_few_rows");
+  ALTO_CHECK(x.scalar_type() == torch::kFloat32, "matmul_few_rows: float32 only, got ",
+             x.scalar_type());
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
   torch::Tensor y = torch::empty({x.size(0), weight.size(1)}, x.options());
   dispatch_rows<Matmul>(x.size(0), xc.data_ptr<float>(), wc.data_ptr<float>(), y.data_ptr<float>(),

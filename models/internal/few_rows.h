@@ -4,19 +4,27 @@
 // are bound by reading the weights: OpenBLAS's GEMM ran 2 rows against Mimi's 100 MB of
 // transformer weights 3x slower than one matrix-vector product, and one GEMV per row reads the
 // weights once per row. These kernels read each weight once for all rows (AVX2 + FMA where the
-// CPU and OS have them, plain loops elsewhere), single-threaded.
+// CPU and OS have them, plain loops elsewhere; bfloat16 also with AVX-512 BF16), the outputs of
+// large matrices split over alto's threads (a decoder step at batch 1 reads GBs of weights).
 
 #include <torch/types.h>
 
 namespace alto::models::kernels {
 
+/// The instruction sets of the kernels, lowest first; each is used where the CPU has it.
+enum class Isa { kPlain, kAvx2, kAvx512Bf16 };
+/// Caps the instruction set the kernels may use (so tests run every path); returns the old cap.
+Isa limit_isa(Isa cap);
+
 /// The most rows these kernels take.
 constexpr int64_t kMaxFewRows = 4;
 
-/// x: float32 CPU [rows, in] with 1 <= rows <= kMaxFewRows (callers check few_rows()).
+/// x: float32 or bfloat16 CPU [rows, in] with 1 <= rows <= kMaxFewRows (callers check
+/// few_rows()).
 bool few_rows(const torch::Tensor& x);
 
-/// x [rows, in] @ weight^T + bias, weight [out, in], bias [out] or undefined -> [rows, out].
+/// x [rows, in] @ weight^T + bias, weight [out, in], bias [out] or undefined -> [rows, out], all
+/// of x's dtype (bfloat16: summed in float32, rounded once).
 torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias);
 
@@ -25,7 +33,7 @@ torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
 void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
                      const float* bias, float* y);
 
-/// x [rows, in] @ weight, weight [in, out] -> [rows, out].
+/// x [rows, in] @ weight, weight [in, out] -> [rows, out] (float32).
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
 
 }  // namespace alto::models::kernels

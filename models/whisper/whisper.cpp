@@ -257,7 +257,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   state.length += length;
   x = decoder.layer_norm->forward(x);
   if (out) out->add(name + "layer_norm", x);
-  torch::Tensor logits = torch::linear(x, proj_out).to(torch::kFloat32);
+  torch::Tensor logits = blocks::linear(x, proj_out).to(torch::kFloat32);
   if (out) out->add("proj_out", logits);
   return logits;
 }

@@ -174,5 +174,6 @@ def test_threads_share_one_model(qwen, qwen_model):
     _, io, metadata, _ = qwen
     inputs = {k: io[k] for k in json.loads(metadata["processor_output_keys"])}
     expected = qwen_model.logits(inputs)
+    # Equal up to summation order: libtorch splits reductions by the threads free at the time.
     run_concurrently(lambda: torch.testing.assert_close(qwen_model.logits(inputs), expected,
-                                                        rtol=0, atol=0), threads=3)
+                                                        rtol=0, atol=1e-5), threads=3)

@@ -317,11 +317,38 @@ class Parser {
 
 }  // namespace
 
+// A backtracking matcher can take exponential time on a hostile pattern ("(a*)*b") and recurse
+// once per repetition of a group: a pattern from a file must not hang or overflow the stack.
+// Real tokenizer patterns take a few dozen steps per character and recurse a few dozen deep.
+constexpr size_t kMaxDepth = 2000;
+constexpr size_t kStepsPerCharacter = 10000;
+
+// The work left to the find_all() running on this thread (a Regex is shared between threads).
+struct Budget {
+  size_t steps = 0, depth = 0;
+};
+thread_local Budget* t_budget = nullptr;
+
 struct Regex::Program {
   std::vector<Node> nodes;
   int root = 0;
+  std::string where, pattern;
+
+  [[noreturn]] void exhausted(const char* what) const {
+    throw InvalidArgument(where + ": the pattern '" + pattern + "' " + what +
+                          " on this text (a pattern that backtracks without bound)");
+  }
 
   bool match(int index, const std::vector<char32_t>& text, size_t at, Continuation next) const {
+    if (t_budget->steps-- == 0) exhausted("takes too many steps");
+    if (++t_budget->depth > kMaxDepth) exhausted("nests too deep");
+    const bool matched = match_node(index, text, at, next);
+    --t_budget->depth;
+    return matched;
+  }
+
+  bool match_node(int index, const std::vector<char32_t>& text, size_t at,
+                  Continuation next) const {
     const Node& node = nodes[index];
     switch (node.kind) {
       case Node::kSet:
@@ -387,6 +414,8 @@ struct Regex::Program {
 Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pattern) {
   auto program = std::make_unique<Program>();
   program->root = Parser(pattern, where, program->nodes).parse();
+  program->where = where;
+  program->pattern = pattern;
   program_ = std::move(program);
 }
 
@@ -395,6 +424,12 @@ Regex::Regex(Regex&&) noexcept = default;
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::vector<char32_t>& text) const {
   std::vector<std::pair<size_t, size_t>> matches;
+  Budget budget{kStepsPerCharacter * (text.size() + 1), 0};
+  struct Scope {  // restored however find_all() ends
+    Budget* previous;
+    ~Scope() { t_budget = previous; }
+  } scope{t_budget};
+  t_budget = &budget;
   for (size_t start = 0; start < text.size();) {
     size_t end = start;
     const bool found = program_->match(program_->root, text, start, [&](size_t p) {

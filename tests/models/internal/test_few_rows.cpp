@@ -1,11 +1,13 @@
-// models/layers/few_rows: the few-row products equal torch's for every row count, vector tails
-// (sizes off the 8/16-float blocks) and with or without a bias; wrong operands are errors.
+// models/internal/few_rows: the few-row products equal torch's for every row count, vector tails
+// (sizes off the 8/16/32-element blocks) and with or without a bias, in float32 and bfloat16, on
+// every instruction-set path and any thread count; wrong operands are errors.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 #include "alto/models/internal/few_rows.h"
 #include "features/golden.h"
 
@@ -35,10 +37,48 @@ TEST_CASE("linear_few_rows and matmul_few_rows equal torch", "[few_rows]") {
     }
 }
 
+TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
+  torch::manual_seed(6);
+  const int threads = alto::num_threads();
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512Bf16}) {
+    const Isa previous = limit_isa(isa);
+    for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
+      for (const auto& [in, out] : {std::pair<int64_t, int64_t>{1024, 5000}, {37, 5}, {64, 33}}) {
+        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " in " << in << " out "
+                    << out);
+        const torch::Tensor x = torch::randn({rows, in}).to(torch::kBFloat16);
+        const torch::Tensor w = torch::randn({out, in}).to(torch::kBFloat16);
+        const torch::Tensor b = torch::randn({out}).to(torch::kBFloat16);
+        // The float32 product of the same bfloat16 values, rounded once: what libtorch gives up
+        // to summation order.
+        const torch::Tensor expected =
+            torch::linear(x.to(torch::kFloat32), w.to(torch::kFloat32), b.to(torch::kFloat32));
+        const torch::Tensor y = linear_few_rows(x, w, b);
+        REQUIRE(y.scalar_type() == torch::kBFloat16);
+        alto::test::require_close(y.to(torch::kFloat32), expected,
+                                  1e-4 * std::sqrt(static_cast<double>(in)), 1e-2, std::nullopt,
+                                  "bfloat16 linear");
+        // Each output is one thread's sum: any split over threads gives the same bits, in
+        // float32 too.
+        alto::set_num_threads(1);
+        const torch::Tensor one = linear_few_rows(x, w, b);
+        const torch::Tensor x32 = x.to(torch::kFloat32), w32 = w.to(torch::kFloat32);
+        const torch::Tensor one32 = linear_few_rows(x32, w32, {});
+        alto::set_num_threads(2);
+        CHECK(torch::equal(linear_few_rows(x, w, b), one));
+        CHECK(torch::equal(linear_few_rows(x32, w32, {}), one32));
+        alto::set_num_threads(threads);
+      }
+    limit_isa(previous);
+  }
+}
+
 TEST_CASE("few-row products refuse what they cannot take", "[few_rows]") {
   const torch::Tensor w = torch::randn({4, 8});
   REQUIRE_FALSE(few_rows(torch::randn({kMaxFewRows + 1, 8})));
   REQUIRE_FALSE(few_rows(torch::randn({2, 8}, torch::kFloat64)));
+  REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 8}).to(torch::kBFloat16), w, {}),
+                      Catch::Contains("does not fit"));
   REQUIRE_FALSE(few_rows(torch::randn({8})));
   REQUIRE_THROWS_AS(linear_few_rows(torch::randn({5, 8}), w, {}), alto::InvalidArgument);
   REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 7}), w, {}),

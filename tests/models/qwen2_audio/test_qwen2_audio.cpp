@@ -169,3 +169,25 @@ TEST_CASE("Qwen2-Audio refuses folders whose parts disagree", "[qwen2_audio][mod
                     Catch::Contains("multi_modal_projector.linear.weight") &&
                         Catch::Contains("[32, 32]"));
 }
+
+TEST_CASE("Qwen2-Audio runs with bfloat16 weights on the CPU", "[qwen2_audio][models]") {
+  const GoldenModel golden("qwen2-audio-tiny-random");
+  const auto model = AudioLanguageModel::from_pretrained(
+      golden.dir(), alto::LoadOptions::parse("cpu", "bfloat16"));
+  CHECK(model->load_options().dtype == torch::kBFloat16);
+  const AudioLmInputs in = golden_inputs(golden, "");
+  const torch::Tensor logits = model->logits(in);
+  const torch::Tensor expected = golden.tensor("logits");
+  REQUIRE(logits.scalar_type() == torch::kFloat32);
+  // bfloat16 keeps 8 bits of mantissa: the logits within a few percent of their range, and the
+  // most likely token the same at nearly every position.
+  const double scale = expected.abs().max().item<double>();
+  CHECK((logits - expected).abs().max().item<double>() < 0.05 * scale);
+  const double agree =
+      (logits.argmax(-1) == expected.argmax(-1)).to(torch::kFloat64).mean().item<double>();
+  CHECK(agree > 0.9);
+  // Generation steps run the bfloat16 few-row products.
+  alto::models::GenerationConfig config = model->generation_config();
+  config.max_new_tokens = 4;
+  CHECK(model->generate(in, config).generated_ids.size(1) == 4);
+}

@@ -64,4 +64,12 @@ TEST_CASE("regex: quantifiers, lookahead, case folding and what it refuses", "[t
     CHECK_THROWS_AS(Regex(bad, "tokenizer.json"), alto::Unsupported);
   CHECK_THROWS_WITH(Regex("a\\bb", "tokenizer.json"),
                     Catch::Contains("tokenizer.json") && Catch::Contains("escape \\b"));
+  // A pattern from a file that backtracks without bound, or nests once per repetition of a
+  // long run, is an error naming it, not a hang or a stack overflow.
+  CHECK_THROWS_WITH(matches("(?:a*)*b", std::string(40, 'a')),
+                    Catch::Contains("'(?:a*)*b'") && Catch::Contains("too many steps"));
+  std::string long_run;
+  for (int i = 0; i < 5000; ++i) long_run += "ab";
+  CHECK_THROWS_WITH(matches("(?:ab)+", long_run), Catch::Contains("nests too deep"));
+  CHECK(matches("(?:ab)+", long_run.substr(0, 1000)) == Ranges{{0, 1000}});
 }

@@ -1,0 +1,117 @@
+// Times alto's text decoder (models/text_decoder.h): the prefill of a prompt and greedy decoding
+// token by token on the KV cache at batch 1, as generate() runs them. Driven by bench/audio_lm,
+// which times PyTorch eager on the same weights in the same run and prints the bandwidth bound.
+//
+// alto_bench_text_decoder MODEL_DIR INPUT.safetensors [--dtype float32|bfloat16] [--threads N]
+//     [--decode-tokens N] [--repeat N] [--output OUT.safetensors]
+//
+// INPUT holds `input_ids` [1, T]. OUT receives `prefill_logits` [1, vocab] (the last prompt
+// position), `tokens` [1, N] (greedy) and `logits` [N, vocab] of the decoded steps.
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "alto/core/error.h"
+#include "alto/core/safetensors.h"
+#include "alto/core/threading.h"
+#include "alto/models/text_decoder.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: alto_bench_text_decoder MODEL_DIR INPUT.safetensors [--dtype D] "
+                 "[--threads N] [--decode-tokens N] [--repeat N] [--output OUT]\n";
+    return 1;
+  }
+  try {
+    std::string dtype = "float32", output;
+    int threads = 1, decode_tokens = 16, repeat = 2;
+    for (int i = 3; i + 1 < argc; i += 2) {
+      const std::string flag = argv[i], value = argv[i + 1];
+      if (flag == "--dtype")
+        dtype = value;
+      else if (flag == "--threads")
+        threads = std::stoi(value);
+      else if (flag == "--decode-tokens")
+        decode_tokens = std::stoi(value);
+      else if (flag == "--repeat")
+        repeat = std::stoi(value);
+      else if (flag == "--output")
+        output = value;
+      else
+        throw alto::InvalidArgument("unknown option " + flag);
+    }
+    alto::set_num_threads(threads);
+    const auto t_load = Clock::now();
+    const auto decoder =
+        alto::models::TextDecoder::from_pretrained(argv[1], alto::LoadOptions::parse("cpu", dtype));
+    const double load_s = seconds_since(t_load);
+    const torch::Tensor ids = alto::SafetensorsFile(argv[2]).tensor("input_ids").contiguous();
+    const int64_t prompt = ids.size(1);
+
+    // Warm-up: one short pass touches every weight once (the checkpoint is memory-mapped; the
+    // eager side's weights are already in memory).
+    {
+      auto state = decoder->start(1, 8);
+      decoder->logits(decoder->forward(decoder->embed(ids.narrow(1, 0, 8)), {}, state));
+    }
+    // Prefill: the whole prompt through the decoder, the last position's logits (as generate()).
+    auto prefill = [&](alto::models::TextDecoderState& state) {
+      const torch::Tensor hidden = decoder->forward(decoder->embed(ids), {}, state);
+      return decoder->logits(hidden.select(1, prompt - 1));
+    };
+    double prefill_s = 1e30;
+    torch::Tensor prefill_logits;
+    for (int r = 0; r < repeat; ++r) {
+      auto state = decoder->start(1, prompt + decode_tokens);
+      const auto t0 = Clock::now();
+      prefill_logits = prefill(state);
+      prefill_s = std::min(prefill_s, seconds_since(t0));
+    }
+
+    // Greedy decoding after the prompt, one token per forward on the cache.
+    auto state = decoder->start(1, prompt + decode_tokens);
+    torch::Tensor logits = prefill(state);
+    std::vector<torch::Tensor> tokens, step_logits;
+    std::vector<double> step_s;
+    for (int step = 0; step < decode_tokens; ++step) {
+      const torch::Tensor token = logits.argmax(-1, true);
+      tokens.push_back(token);
+      const auto t0 = Clock::now();
+      logits = decoder->logits(decoder->forward(decoder->embed(token), {}, state).select(1, 0));
+      step_s.push_back(seconds_since(t0));
+      step_logits.push_back(logits);
+    }
+    std::vector<double> sorted = step_s;
+    std::sort(sorted.begin(), sorted.end());
+    nlohmann::json out = {{"load_s", load_s},
+                          {"prompt_tokens", prompt},
+                          {"prefill_s", prefill_s},
+                          {"decode_s", step_s},
+                          {"median_token_s", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]}};
+    if (!output.empty())
+      alto::save_safetensors(output, {{"prefill_logits", prefill_logits.to(torch::kFloat32)},
+                                      {"tokens", torch::cat(tokens, 1)},
+                                      {"logits", torch::cat(step_logits).to(torch::kFloat32)}});
+    std::cout << out.dump() << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "alto_bench_text_decoder: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
