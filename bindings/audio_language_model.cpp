@@ -401,12 +401,7 @@ embed/logits/generate also take a transformers processor's output.)doc")
           "generation_config.json. Raises alto.Error naming what is missing or inconsistent.")
       .def_static(
           "model_types",
-          [] {
-            py::dict d;
-            for (const auto& key : models::audio_language_models().keys())
-              d[py::str(key)] = models::audio_language_models().find(key)->description;
-            return d;
-          },
+          [] { return registry_descriptions(models::audio_language_models()); },
           "The registered architectures: {model_type: description}.")
       .def_property_readonly("model_type", &AudioLanguageModel::model_type,
                              "config.json's model_type.")

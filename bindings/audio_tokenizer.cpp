@@ -138,12 +138,7 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
          "the model_type for an architecture alto lacks.")
       .def_static(
           "model_types",
-          [] {
-            py::dict d;
-            for (const auto& key : tokenizers::audio_tokenizers().keys())
-              d[py::str(key)] = tokenizers::audio_tokenizers().find(key)->description;
-            return d;
-          },
+          [] { return registry_descriptions(tokenizers::audio_tokenizers()); },
           "The registered codecs: {model_type: description}.")
       .def_property_readonly("model_type", &AudioTokenizer::model_type,
                              "config.json's model_type: \"encodec\", \"mimi\" or \"dac\".")

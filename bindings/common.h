@@ -13,6 +13,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/options.h"
+#include "alto/core/registry.h"
 #include "alto/models/blocks/intermediates.h"
 
 namespace alto::python {
@@ -44,6 +45,14 @@ OptionValues option_values(const py::kwargs& kwargs, const std::string& type);
 py::object py_value(const OptionValue& value);
 /// {name: value} in the given order.
 py::dict options_dict(const std::vector<std::pair<std::string, OptionValue>>& values);
+
+/// A registry's entries as {key: description}, in key order.
+template <typename Entry>
+py::dict registry_descriptions(const Registry<Entry>& registry) {
+  py::dict d;
+  for (const auto& key : registry.keys()) d[py::str(key)] = registry.find(key)->description;
+  return d;
+}
 
 /// Registers submodule `name` of `parent` in sys.modules, so `import alto.features` works.
 py::module_ submodule(py::module_& parent, const char* name, const char* doc);

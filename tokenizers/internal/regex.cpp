@@ -411,7 +411,7 @@ struct Regex::Program {
   }
 };
 
-Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pattern) {
+Regex::Regex(const std::string& pattern, const std::string& where) {
   auto program = std::make_unique<Program>();
   program->root = Parser(pattern, where, program->nodes).parse();
   program->where = where;
@@ -420,6 +420,7 @@ Regex::Regex(const std::string& pattern, const std::string& where) : pattern_(pa
 }
 
 Regex::~Regex() = default;
+const std::string& Regex::pattern() const { return program_->pattern; }
 Regex::Regex(Regex&&) noexcept = default;
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(const std::vector<char32_t>& text) const {

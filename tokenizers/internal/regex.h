@@ -28,11 +28,10 @@ class Regex {
   /// order, covering `text`.
   std::vector<std::pair<size_t, size_t>> split(const std::vector<char32_t>& text) const;
 
-  const std::string& pattern() const { return pattern_; }
+  const std::string& pattern() const;
 
  private:
   struct Program;
-  std::string pattern_;
   std::unique_ptr<const Program> program_;
 };
 
