@@ -66,6 +66,8 @@ void bind_features(py::module_& m);
 void bind_models(py::module_& m);
 /// Into alto.models, from bind_models.
 void bind_audio_language_models(py::module_& m);
+/// Into alto.models, from bind_models.
+void bind_speech_to_text(py::module_& m);
 void bind_tokenizers(py::module_& m);
 void bind_audio_tokenizer(py::module_& m);
 

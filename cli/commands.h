@@ -27,4 +27,18 @@ void transcribe_with_audio_lm(const std::string& dir, const std::string& device,
                               const std::string& language, bool json,
                               std::optional<int64_t> max_new_tokens);
 
+/// What `alto transcribe` hands a streaming speech-to-text model (Kyutai STT).
+struct SpeechToTextCliOptions {
+  std::string model, device = "cpu", dtype = "float32";
+  std::vector<std::string> inputs;
+  bool json = false, srt = false, vtt = false, timestamps = false;
+  bool stream = false, no_pace = false, resample = false;
+  std::string format;  // raw PCM sample format (s16le, f32le, ...); empty: a container
+  int rate = 0, channels = 0;
+};
+/// Whether `dir` holds a Kyutai speech-to-text checkpoint.
+bool is_speech_to_text(const std::string& dir);
+/// Offline or --stream transcription of each input (audio, "-" or a codes .safetensors).
+void transcribe_with_speech_to_text(const SpeechToTextCliOptions& options);
+
 }  // namespace alto::cli

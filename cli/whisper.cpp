@@ -2,6 +2,7 @@
 // alto transcribe --model DIR IN... [--language xx|auto] [--task ...] [--beam N] [--timestamps]
 //                 [--json] [--srt|--vtt]
 // alto transcribe --model DIR IN --raw --max-new-tokens N -o OUT.safetensors
+// (Kyutai STT folders go to speech_to_text.cpp: --stream, --resample, raw PCM input)
 
 #include "alto/models/whisper/whisper.h"
 
@@ -95,6 +96,10 @@ struct TranscribeArgs {
   uint64_t seed = 0;
   bool timestamps = false, json = false, srt = false, vtt = false, raw = false;
   int64_t max_new_tokens = 0;
+  // Streaming speech-to-text models only.
+  bool stream = false, no_pace = false, resample = false;
+  std::string format;
+  int rate = 0, channels = 0;
 };
 
 // <|startoftranscript|><|lang|><|task|><|notimestamps|>, then plain argmax: no logit rules, no
@@ -185,6 +190,20 @@ void print_transcript(const TranscribeArgs& a, const std::string& input,
 }
 
 void run_transcribe(const TranscribeArgs& a) {
+  if (is_speech_to_text(a.model.model)) {
+    ALTO_CHECK(!a.raw && a.task == "transcribe" && a.max_new_tokens == 0, a.model.model,
+               ": a streaming speech-to-text model transcribes (no --raw, --task translate or "
+               "--max-new-tokens)");
+    SpeechToTextCliOptions o;
+    o.model = a.model.model, o.device = a.model.device, o.dtype = a.model.dtype;
+    o.inputs = a.inputs;
+    o.json = a.json, o.srt = a.srt, o.vtt = a.vtt, o.timestamps = a.timestamps;
+    o.stream = a.stream, o.no_pace = a.no_pace, o.resample = a.resample;
+    o.format = a.format, o.rate = a.rate, o.channels = a.channels;
+    return transcribe_with_speech_to_text(o);
+  }
+  ALTO_CHECK(!a.stream && a.format.empty(), a.model.model,
+             ": --stream and --format are for streaming speech-to-text models (Kyutai STT)");
   if (is_audio_lm(a.model.model)) {
     ALTO_CHECK(!a.raw && !a.timestamps && !a.srt && !a.vtt && a.task == "transcribe",
                a.model.model, ": an audio LM transcribes text only (no --raw, --timestamps, "
@@ -246,7 +265,9 @@ void add_transcribe_command(CLI::App& app) {
       "transcribe", "Transcribe or translate speech with Whisper, or transcribe with an audio LM");
   auto a = std::make_shared<TranscribeArgs>();
   a->model.add_to(cmd);
-  cmd->add_option("inputs", a->inputs, "Audio files (any format; resampled to 16 kHz mono)")
+  cmd->add_option("inputs", a->inputs,
+                  "Audio files (any format; Whisper resamples to 16 kHz mono), '-' for standard "
+                  "input; for Kyutai STT also codes .safetensors as alto encode writes them")
       ->required();
   cmd->add_option("--tokenizer", a->tokenizer,
                   "tokenizer.json / vocab.json+merges.txt folder or .tiktoken file (default: "
@@ -275,6 +296,19 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens --raw generates")->group(raw);
   cmd->add_option("-o,--output", a->output, "--raw: .safetensors with tensor 'sequences'")
       ->group(raw);
+  auto* live = "Streaming models (Kyutai STT)";
+  cmd->add_flag("--stream", a->stream,
+                "Print words as they are decided while reading; several inputs run as "
+                "concurrent batched streams")
+      ->group(live);
+  cmd->add_flag("--no-pace", a->no_pace, "--stream: read files as fast as they decode")
+      ->group(live);
+  cmd->add_flag("--resample", a->resample, "Resample audio at another rate to the model's")
+      ->group(live);
+  cmd->add_option("--format", a->format, "Raw PCM input: sample format (s16le, f32le, ...)")
+      ->group(live);
+  cmd->add_option("--rate", a->rate, "Raw PCM input: sample rate")->group(live);
+  cmd->add_option("--channels", a->channels, "Raw PCM input: channels")->group(live);
   cmd->callback([a] { run_transcribe(*a); });
 }
 

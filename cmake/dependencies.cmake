@@ -18,6 +18,7 @@ alto_require_pkg(FFMPEG "libavformat-dev libavcodec-dev libswresample-dev libavu
   libavformat libavcodec libswresample libavutil)
 alto_require_pkg(SNDFILE "libsndfile1-dev" sndfile)
 alto_require_pkg(FFTW3F "libfftw3-dev" fftw3f)
+alto_require_pkg(SENTENCEPIECE "libsentencepiece-dev" sentencepiece)
 alto_require_pkg(ZLIB "zlib1g-dev" zlib)  # Whisper's compression-ratio fallback
 
 find_package(Torch QUIET)

@@ -18,6 +18,7 @@ set(ALTO_TOKENIZERS_PLAIN_SOURCES
   ${ALTO_ROOT}/tokenizers/bpe_tokenizer.cpp
   ${ALTO_ROOT}/tokenizers/internal/regex.cpp
   ${ALTO_ROOT}/tokenizers/internal/unicode.cpp
+  ${ALTO_ROOT}/tokenizers/sentencepiece_tokenizer.cpp
   ${ALTO_ROOT}/tokenizers/text_tokenizer.cpp)
 set(ALTO_PLAIN_SOURCES ${ALTO_CORE_PLAIN_SOURCES} ${ALTO_TOKENIZERS_PLAIN_SOURCES})
 
@@ -61,6 +62,8 @@ set(ALTO_MODELS_SOURCES
   ${ALTO_ROOT}/models/dac.cpp
   ${ALTO_ROOT}/models/encodec.cpp
   ${ALTO_ROOT}/models/generation.cpp
+  ${ALTO_ROOT}/models/kyutai_speech_to_text/kyutai_speech_to_text.cpp
+  ${ALTO_ROOT}/models/kyutai_speech_to_text/speech_to_text_stream.cpp
   ${ALTO_ROOT}/models/mimi.cpp
   ${ALTO_ROOT}/models/qwen2_audio/qwen2_audio.cpp
   ${ALTO_ROOT}/models/text_decoder.cpp

@@ -55,6 +55,9 @@ class CheckpointBinder {
   /// checkpoint lacks `name` and `tied` is given, the tensor `tied` is used instead (a Hub
   /// checkpoint leaves tied weights out).
   void bind(torch::Tensor& target, const std::string& name, const std::string& tied = "");
+  /// Tensors bound from now on are converted to `dtype` (a float32 codec inside a bfloat16
+  /// model, as transformers keeps it).
+  void set_dtype(torch::ScalarType dtype) { options_.dtype = dtype; }
   /// Whether the checkpoint holds `name` (for optional tensors and naming variants).
   bool contains(const std::string& name) const;
 

@@ -165,11 +165,26 @@ const OptionSchema<MimiConfig>& MimiConfig::schema() {
   return schema;
 }
 
-MimiConfig MimiConfig::from_json(const std::string& path) {
-  const detail::JsonConfig json = detail::JsonConfig::load_model_config(path, "mimi", "a Mimi");
-  MimiConfig c = json.read(schema());
+namespace {
+MimiConfig read_mimi_config(const detail::JsonConfig& json) {
+  MimiConfig c = json.read(MimiConfig::schema());
   json.read("upsampling_ratios", c.upsampling_ratios);
   return json.validated(c);
+}
+}  // namespace
+
+MimiConfig MimiConfig::from_json(const std::string& path) {
+  return read_mimi_config(detail::JsonConfig::load_model_config(path, "mimi", "a Mimi"));
+}
+
+MimiConfig MimiConfig::from_json(const std::string& path, const std::string& sub_config) {
+  const detail::JsonConfig json =
+      detail::JsonConfig::load_model_config(path, "", "").sub(sub_config.c_str());
+  std::string model_type = "mimi";
+  json.read("model_type", model_type);
+  ALTO_CHECK_AS(Unsupported, model_type == "mimi", json.where("model_type"), ": '", model_type,
+                "' is not a Mimi codec (expected \"mimi\")");
+  return read_mimi_config(json);
 }
 
 void MimiConfig::validate() const {
@@ -329,6 +344,19 @@ std::shared_ptr<const Mimi> Mimi::from_pretrained(const std::string& dir,
 Mimi::Mimi(const MimiConfig& config, const SafetensorsCheckpoint& checkpoint,
            const LoadOptions& options)
     : AudioTokenizer(options) {
+  CheckpointBinder binder(checkpoint, options, "Mimi (" + config.to_string() + ")");
+  bind(config, binder, "", options);
+  binder.finish();
+}
+
+Mimi::Mimi(const MimiConfig& config, CheckpointBinder& binder, const std::string& prefix,
+           const LoadOptions& options)
+    : AudioTokenizer(options) {
+  bind(config, binder, prefix, options);
+}
+
+void Mimi::bind(const MimiConfig& config, CheckpointBinder& binder, const std::string& prefix,
+                const LoadOptions& options) {
   options.validate();
   ALTO_CHECK_AS(Unsupported, options.dtype == torch::kFloat32 || !options.device.is_cpu(),
                 "Mimi: ", dtype_name(options.dtype),
@@ -336,9 +364,7 @@ Mimi::Mimi(const MimiConfig& config, const SafetensorsCheckpoint& checkpoint,
                 "replicate-padded convolutions); load in float32");
   config.validate();
   auto impl = std::make_shared<Impl>(config, options);
-  CheckpointBinder binder(checkpoint, options, "Mimi (" + config.to_string() + ")");
-  binder.bind(*impl->model);
-  binder.finish();
+  binder.bind(*impl->model, prefix);
   torch::NoGradGuard no_grad;
   impl->model->quantizer->prepare();
   impl->model->encoder_transformer->prepare();

@@ -65,6 +65,9 @@ struct MimiConfig {
   /// or corrupt file, alto::InvalidArgument naming the file and field for a bad value, and
   /// alto::Unsupported for a model_type other than "mimi".
   static MimiConfig from_json(const std::string& path);
+  /// The codec config nested in a model's config.json under `sub_config` ("codec_config" of
+  /// Kyutai STT), read and reported the same way.
+  static MimiConfig from_json(const std::string& path, const std::string& sub_config);
   /// config.json's scalar keys, each declared once (core/options.h).
   static const OptionSchema<MimiConfig>& schema();
   void validate() const;
@@ -99,6 +102,10 @@ class Mimi final : public tokenizers::AudioTokenizer {
   /// Throws alto::InvalidArgument listing every missing, unexpected and mis-shaped tensor.
   Mimi(const MimiConfig& config, const SafetensorsCheckpoint& checkpoint,
        const LoadOptions& options = {});
+  /// The codec inside a larger checkpoint: its modules at `prefix` ("codec_model."); the caller
+  /// finishes the binder.
+  Mimi(const MimiConfig& config, CheckpointBinder& binder, const std::string& prefix,
+       const LoadOptions& options);
   ~Mimi() override;
 
   std::string model_type() const override { return "mimi"; }
@@ -146,6 +153,8 @@ class Mimi final : public tokenizers::AudioTokenizer {
   struct Impl;
 
  private:
+  void bind(const MimiConfig& config, CheckpointBinder& binder, const std::string& prefix,
+            const LoadOptions& options);
   std::shared_ptr<const Impl> impl_;
 };
 

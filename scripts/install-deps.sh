@@ -11,7 +11,7 @@ packages=(
   catch2 pybind11-dev python3-dev nlohmann-json3-dev libcli11-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3-torch python3-torchaudio python3-numpy python3-scipy
-  python3-pytest python3-regex
+  python3-pytest python3-regex python3-sentencepiece
 )
 
 missing=()

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "alto/core/error.h"
+#include "alto/tokenizers/internal/base64.h"
 #include "alto/tokenizers/internal/regex.h"
 #include "alto/tokenizers/internal/unicode.h"
 
@@ -87,29 +88,6 @@ json read_json(const fs::path& path) {
   } catch (const json::exception& e) {
     throw IoError(path.string() + ": not valid JSON (" + e.what() + ")");
   }
-}
-
-std::string base64_decode(const std::string& text, const std::string& where) {
-  auto value = [&](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    throw IoError(where + ": invalid base64 '" + text + "'");
-  };
-  std::string out;
-  int bits = 0, buffer = 0;
-  for (char c : text) {
-    if (c == '=') break;
-    buffer = (buffer << 6) | value(c);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((buffer >> bits) & 0xFF);
-    }
-  }
-  return out;
 }
 
 // <|0.00|> ... : a timestamp's text, which transformers strips from decoded output.
@@ -585,20 +563,28 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
                 impl->source, ": expected tekken.json's \"config\" object and \"vocab\" list");
   const json& config = j["config"];
   const json specials = j.value("special_tokens", json::array());
+  ALTO_CHECK_AS(IoError, specials.is_array(), impl->source, ": special_tokens must be a list");
+  // Integers only: nlohmann converts a float to int64 without a range check.
+  auto integer = [&](const json& object, const char* key, int64_t fallback) {
+    if (!object.is_object() || !object.contains(key)) return fallback;
+    ALTO_CHECK_AS(IoError, object[key].is_number_integer(), impl->source, ": ", key,
+                  " must be an integer, got ", object[key].dump());
+    return object[key].get<int64_t>();
+  };
   const int64_t num_special =
-      config.value("default_num_special_tokens", static_cast<int64_t>(specials.size()));
-  const int64_t vocab_size = config.value(
-      "default_vocab_size", num_special + static_cast<int64_t>(j["vocab"].size()));
+      integer(config, "default_num_special_tokens", static_cast<int64_t>(specials.size()));
+  const int64_t vocab_size = integer(config, "default_vocab_size",
+                                     num_special + static_cast<int64_t>(j["vocab"].size()));
   ALTO_CHECK_AS(IoError, num_special >= static_cast<int64_t>(specials.size()) &&
                              vocab_size > num_special,
                 impl->source, ": default_num_special_tokens ", num_special, " and default_vocab_size ",
                 vocab_size, " do not fit ", specials.size(), " special tokens");
   // Special tokens take the ids below num_special (mistral-common's Tekkenizer); the ranks follow.
   for (const auto& t : specials) {
-    ALTO_CHECK_AS(IoError, t.contains("rank") && t.contains("token_str"), impl->source,
-                  ": a special token needs \"rank\" and \"token_str\"");
+    ALTO_CHECK_AS(IoError, t.is_object() && t.contains("rank") && t.contains("token_str"),
+                  impl->source, ": a special token needs \"rank\" and \"token_str\"");
     const std::string text = t["token_str"].get<std::string>();
-    impl->add_token(t["rank"].get<int64_t>(), text, text, true, true);
+    impl->add_token(integer(t, "rank", -1), text, text, true, true);
   }
   for (int64_t id = 0; id < num_special; ++id) {
     if (id < static_cast<int64_t>(impl->token_of.size()) && impl->added[id]) continue;
@@ -608,7 +594,8 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
   int64_t rank = 0;
   for (const auto& entry : j["vocab"]) {
     if (rank + num_special >= vocab_size) break;
-    ALTO_CHECK_AS(IoError, entry.contains("token_bytes") && entry.value("rank", -1) == rank,
+    ALTO_CHECK_AS(IoError, entry.is_object() && entry.contains("token_bytes") &&
+                               integer(entry, "rank", -1) == rank,
                   impl->source, ": vocab entry ", rank, " needs \"token_bytes\" and rank ", rank);
     const std::string bytes = base64_decode(entry["token_bytes"].get<std::string>(), impl->source);
     impl->add_token(rank + num_special, alphabet().to_token(bytes), bytes, false, false);
@@ -624,6 +611,15 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
 }
 
 std::shared_ptr<const BpeTokenizer> BpeTokenizer::from_pretrained(const std::string& path) {
+  try {
+    return load(path);
+  } catch (const json::exception& e) {
+    // A field of the wrong JSON type deep in a file: the file is corrupt, not alto.
+    throw IoError(path + ": unexpected JSON structure (" + e.what() + ")");
+  }
+}
+
+std::shared_ptr<const BpeTokenizer> BpeTokenizer::load(const std::string& path) {
   const fs::path p(path);
   std::shared_ptr<Impl> impl;
   if (fs::is_directory(p)) {
@@ -770,9 +766,12 @@ const Registration<TextTokenizerEntry> kRegistration(
      [](const std::string& path) {
        const fs::path p(path);
        if (fs::is_directory(p))
-         return fs::exists(p / "tokenizer.json") || fs::exists(p / "vocab.json") ||
-                fs::exists(p / "tekken.json");
-       return p.extension() == ".json" || p.extension() == ".tiktoken";
+         return (fs::exists(p / "tokenizer.json") &&
+                 tokenizer_json_model_type((p / "tokenizer.json").string()) != "Unigram") ||
+                fs::exists(p / "vocab.json") || fs::exists(p / "tekken.json");
+       if (p.filename() == "tekken.json") return true;
+       if (p.extension() == ".json") return tokenizer_json_model_type(path) != "Unigram";
+       return p.extension() == ".tiktoken";
      },
      [](const std::string& path) -> std::shared_ptr<const TextTokenizer> {
        return BpeTokenizer::from_pretrained(path);

@@ -67,6 +67,7 @@ class BpeTokenizer : public TextTokenizer {
   std::vector<std::pair<std::string, int64_t>> added_tokens() const override;
 
  private:
+  static std::shared_ptr<const BpeTokenizer> load(const std::string& path);
   struct Impl;
   std::shared_ptr<const Impl> impl_;
 };

@@ -61,4 +61,8 @@ struct TextTokenizerEntry {
 };
 const Registry<TextTokenizerEntry>& text_tokenizers();
 
+/// The `model.type` of a tokenizer.json file ("BPE", "Unigram", ...), so that each format claims
+/// only its own; "" when the file is missing or not such JSON.
+std::string tokenizer_json_model_type(const std::string& file);
+
 }  // namespace alto::tokenizers

@@ -8,6 +8,20 @@
 
 namespace alto::models::blocks {
 
+namespace {
+
+// 0 where visible, the dtype's lowest where not.
+torch::Tensor additive_mask(const torch::Tensor& visible, torch::ScalarType dtype) {
+  const double lowest = dtype == torch::kFloat64    ? std::numeric_limits<double>::lowest()
+                        : dtype == torch::kFloat16  ? -65504.0
+                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
+                                                    : std::numeric_limits<float>::lowest();
+  return torch::zeros(visible.sizes(), torch::TensorOptions().dtype(dtype).device(visible.device()))
+      .masked_fill(visible.logical_not(), lowest);
+}
+
+}  // namespace
+
 torch::Tensor attention_mask(int64_t queries, int64_t keys, int64_t query_offset,
                              const AttentionMaskOptions& options, const torch::Tensor& key_padding,
                              torch::ScalarType dtype, torch::Device device) {
@@ -31,12 +45,7 @@ torch::Tensor attention_mask(int64_t queries, int64_t keys, int64_t query_offset
     const torch::Tensor empty_row = visible.logical_not().all(-1, /*keepdim=*/true);
     visible = visible.logical_or(empty_row);
   }
-  const double lowest = dtype == torch::kFloat64    ? std::numeric_limits<double>::lowest()
-                        : dtype == torch::kFloat16  ? -65504.0
-                        : dtype == torch::kBFloat16 ? -3.3895313892515355e38
-                                                    : std::numeric_limits<float>::lowest();
-  return torch::zeros(visible.sizes(), torch::TensorOptions().dtype(dtype).device(device))
-      .masked_fill(visible.logical_not(), lowest);
+  return additive_mask(visible, dtype);
 }
 
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
@@ -105,10 +114,10 @@ SelfAttentionImpl::SelfAttentionImpl(const SelfAttentionOptions& o,
       register_module(o.output_name, Linear(q_width, o.hidden_size, o.output_bias, tensor_options));
 }
 
-torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
-                                         const torch::Tensor& cos, const torch::Tensor& sin,
-                                         const torch::Tensor& mask, KVCache* cache,
-                                         torch::Tensor* weights) const {
+SelfAttentionImpl::Projected SelfAttentionImpl::project(const torch::Tensor& x,
+                                                         const RotaryEmbedding& rope,
+                                                         const torch::Tensor& cos,
+                                                         const torch::Tensor& sin) const {
   const SelfAttentionOptions& o = options_;
   ALTO_CHECK(x.dim() == 3 && x.size(2) == o.hidden_size, "SelfAttention: x must be [batch, T, ",
              o.hidden_size, "], got ", x.sizes());
@@ -116,13 +125,131 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmb
   auto heads = [&](const torch::Tensor& t, int64_t n) {
     return t.view({batch, time, n, o.head_dim}).transpose(1, 2);
   };
-  torch::Tensor q = rope.apply(heads(q_proj->forward(x), o.num_attention_heads), cos, sin);
-  torch::Tensor k = rope.apply(heads(k_proj->forward(x), o.num_key_value_heads), cos, sin);
-  torch::Tensor v = heads(v_proj->forward(x), o.num_key_value_heads);
-  if (cache) std::tie(k, v) = cache->append(k, v);
+  return {rope.apply(heads(q_proj->forward(x), o.num_attention_heads), cos, sin),
+          rope.apply(heads(k_proj->forward(x), o.num_key_value_heads), cos, sin),
+          heads(v_proj->forward(x), o.num_key_value_heads)};
+}
+
+torch::Tensor SelfAttentionImpl::attend_and_project(const Projected& p, const torch::Tensor& k,
+                                                    const torch::Tensor& v,
+                                                    const torch::Tensor& mask,
+                                                    torch::Tensor* weights) const {
+  // Queries in the keys' dtype (a float32 ring under bfloat16 weights), the result back in the
+  // projection's.
   const torch::Tensor attended = scaled_dot_product_attention(
-      q, k, v, mask, 1.0 / std::sqrt(static_cast<double>(o.head_dim)), weights);
-  return output_proj->forward(attended.transpose(1, 2).reshape({batch, time, -1}));
+      p.q.to(k.scalar_type()), k, v, mask,
+      1.0 / std::sqrt(static_cast<double>(options_.head_dim)), weights);
+  return output_proj->forward(attended.to(output_proj->weight.scalar_type())
+                                  .transpose(1, 2)
+                                  .reshape({p.q.size(0), p.q.size(2), -1}));
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
+                                         const torch::Tensor& cos, const torch::Tensor& sin,
+                                         const torch::Tensor& mask, KVCache* cache,
+                                         torch::Tensor* weights) const {
+  const Projected p = project(x, rope, cos, sin);
+  torch::Tensor k = p.k, v = p.v;
+  if (cache) std::tie(k, v) = cache->append(k, v);
+  return attend_and_project(p, k, v, mask, weights);
+}
+
+torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
+                                         const torch::Tensor& cos, const torch::Tensor& sin,
+                                         RingKVCache& cache,
+                                         const RingPositions::Step& step) const {
+  const Projected p = project(x, rope, cos, sin);
+  const auto [k, v] = cache.update(p.k, p.v, step);
+  return attend_and_project(p, k, v, step.mask, nullptr);
+}
+
+RingPositions::RingPositions(int64_t batch, int64_t window, torch::Device device)
+    : window_(window) {
+  ALTO_CHECK(batch > 0 && window > 0, "RingPositions: batch and window must be > 0, got ", batch,
+             " and ", window);
+  const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(device);
+  slots_ = torch::full({batch, window}, -1, i64);
+  next_ = torch::zeros({batch}, i64);
+}
+
+RingPositions::Step RingPositions::plan(int64_t time, const torch::Tensor& advancing,
+                                        torch::ScalarType dtype) const {
+  ALTO_CHECK(time >= 1, "RingPositions::plan: time must be >= 1, got ", time);
+  ALTO_CHECK(!advancing.defined() || (time == 1 && advancing.dim() == 1 &&
+                                      advancing.size(0) == batch()),
+             "RingPositions::plan: advancing must be bool [", batch(), "] with time 1");
+  Step step;
+  step.time = time;
+  const auto i64 = next_.options();
+  step.positions = next_.unsqueeze(1) + torch::arange(time, i64).unsqueeze(0);  // [B, T]
+  step.rows = advancing.defined() ? advancing.to(next_.device()).nonzero().view({-1})
+                                  : torch::arange(batch(), i64);
+  torch::Tensor keys;  // positions of the keys the step sees, [B, S]
+  if (time == 1) {
+    keys = slots_.clone();
+    keys.index_put_({step.rows, step.positions.index({step.rows, 0}) % window_},
+                    step.positions.index({step.rows, 0}));
+  } else {
+    keys = torch::cat({slots_, step.positions}, 1);
+  }
+  const torch::Tensor q = step.positions.unsqueeze(2), k = keys.unsqueeze(1);  // [B, T, S]
+  const torch::Tensor visible = (k >= 0).logical_and(k <= q).logical_and(q - k < window_);
+  step.mask = additive_mask(visible.unsqueeze(1), dtype);
+  return step;
+}
+
+void RingPositions::commit(const Step& step) {
+  const int64_t kept = std::min(step.time, window_);
+  const torch::Tensor newest = step.positions.index({step.rows}).narrow(1, step.time - kept, kept);
+  const torch::Tensor rows = step.rows.unsqueeze(1).expand_as(newest);
+  slots_.index_put_({rows, newest % window_}, newest);
+  next_.index_put_({step.rows}, next_.index({step.rows}) + step.time);
+}
+
+void RingPositions::reset() {
+  slots_.fill_(-1);
+  next_.zero_();
+}
+
+void RingPositions::reset_row(int64_t row) {
+  ALTO_CHECK(row >= 0 && row < batch(), "RingPositions::reset_row: row ", row,
+             " does not exist (batch of ", batch(), ")");
+  slots_[row].fill_(-1);
+  next_[row].zero_();
+}
+
+RingKVCache::RingKVCache(int64_t batch, int64_t kv_heads, int64_t window, int64_t head_dim,
+                         const torch::TensorOptions& options)
+    : key_(torch::zeros({batch, kv_heads, window, head_dim}, options)),
+      value_(torch::zeros({batch, kv_heads, window, head_dim}, options)) {}
+
+std::pair<torch::Tensor, torch::Tensor> RingKVCache::update(const torch::Tensor& k,
+                                                            const torch::Tensor& v,
+                                                            const RingPositions::Step& step) {
+  using torch::indexing::Slice;
+  ALTO_CHECK(key_.defined() && k.dim() == 4 && k.sizes() == v.sizes() &&
+                 k.size(0) == key_.size(0) && k.size(1) == key_.size(1) &&
+                 k.size(2) == step.time && k.size(3) == key_.size(3),
+             "RingKVCache::update: keys and values must be [", key_.size(0), ", ", key_.size(1),
+             ", ", step.time, ", ", key_.size(3), "], got ", k.sizes(), " and ", v.sizes());
+  const int64_t window = key_.size(2);
+  const torch::Tensor k_in = k.to(key_.scalar_type()), v_in = v.to(value_.scalar_type());
+  if (step.time == 1) {
+    const torch::Tensor slots = step.positions.index({step.rows, 0}) % window;
+    key_.index_put_({step.rows, Slice(), slots}, k_in.index({step.rows, Slice(), 0}));
+    value_.index_put_({step.rows, Slice(), slots}, v_in.index({step.rows, Slice(), 0}));
+    return {key_, value_};
+  }
+  std::pair<torch::Tensor, torch::Tensor> seen{torch::cat({key_, k_in}, 2),
+                                               torch::cat({value_, v_in}, 2)};
+  const int64_t kept = std::min(step.time, window);
+  const torch::Tensor slots =
+      (step.positions.narrow(1, step.time - kept, kept) % window)  // [B, kept]
+          .view({k.size(0), 1, kept, 1})
+          .expand({k.size(0), k.size(1), kept, k.size(3)});
+  key_.scatter_(2, slots, k_in.narrow(2, step.time - kept, kept));
+  value_.scatter_(2, slots, v_in.narrow(2, step.time - kept, kept));
+  return seen;
 }
 
 }  // namespace alto::models::blocks

@@ -61,6 +61,65 @@ class KVCache {
   int64_t length_ = 0;
 };
 
+/// Where each row of a batch stands in a ring of `window` key slots: the position each slot
+/// holds and each row's next position. moshi's RingKVCache keeps one offset for the whole batch;
+/// here every row has its own, so that batched streams join, wait and leave independently. One
+/// per model, shared by the RingKVCaches of its layers; the KV memory is bounded by the window
+/// however long a stream runs.
+class RingPositions {
+ public:
+  /// The plan of one call: the queries' positions, which rows and slots it writes, and the
+  /// additive mask [batch, 1, T, keys] over the keys RingKVCache::update returns.
+  struct Step {
+    torch::Tensor positions;  // int64 [batch, T]
+    torch::Tensor rows;       // int64 [n]: the rows that advance
+    torch::Tensor mask;
+    int64_t time = 0;
+  };
+
+  RingPositions() = default;
+  RingPositions(int64_t batch, int64_t window, torch::Device device);
+
+  /// `time` new positions for every row; or, with `advancing` (bool [batch]) and time 1, one
+  /// position for those rows only (the others' outputs are to be ignored, their state is kept).
+  /// A query at p sees the keys at p - window < k <= p, as transformers' sliding window.
+  Step plan(int64_t time, const torch::Tensor& advancing, torch::ScalarType dtype) const;
+  /// Records the step's positions once every layer has run it.
+  void commit(const Step& step);
+  /// Forgets every row, or one row.
+  void reset();
+  void reset_row(int64_t row);
+
+  int64_t window() const { return window_; }
+  int64_t batch() const { return next_.defined() ? next_.size(0) : 0; }
+  /// int64 [batch]: the position each row's next token takes (tokens fed so far).
+  const torch::Tensor& next() const { return next_; }
+
+ private:
+  int64_t window_ = 0;
+  torch::Tensor slots_;  // int64 [batch, window]: the position a slot holds, -1 when empty
+  torch::Tensor next_;   // int64 [batch]
+};
+
+/// One layer's keys and values of a RingPositions ring, in buffers [batch, kv_heads, window, D]
+/// allocated once, in the dtype they were made with: keys and values are converted on the way in
+/// and queries for the product (a float32 ring under bfloat16 weights attends at libtorch's
+/// float32 speed).
+class RingKVCache {
+ public:
+  RingKVCache() = default;
+  RingKVCache(int64_t batch, int64_t kv_heads, int64_t window, int64_t head_dim,
+              const torch::TensorOptions& options);
+  /// k, v: [batch, kv_heads, T, D] at the step's positions -> the keys and values the step's
+  /// mask covers. One position writes its slot first and attends over the ring in place; more
+  /// attend over the ring and themselves, then keep their newest `window` in the ring.
+  std::pair<torch::Tensor, torch::Tensor> update(const torch::Tensor& k, const torch::Tensor& v,
+                                                 const RingPositions::Step& step);
+
+ private:
+  torch::Tensor key_, value_;
+};
+
 struct SelfAttentionOptions {
   int64_t hidden_size = 0;
   int64_t num_attention_heads = 0;
@@ -89,11 +148,25 @@ class SelfAttentionImpl : public torch::nn::Module {
                         const torch::Tensor& mask, KVCache* cache = nullptr,
                         torch::Tensor* weights = nullptr) const;
 
+  /// As forward, the keys those of a sliding-window ring (`step` planned by its RingPositions).
+  torch::Tensor forward(const torch::Tensor& x, const RotaryEmbedding& rope,
+                        const torch::Tensor& cos, const torch::Tensor& sin, RingKVCache& cache,
+                        const RingPositions::Step& step) const;
+
   const SelfAttentionOptions& options() const { return options_; }
 
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, output_proj{nullptr};
 
  private:
+  struct Projected {
+    torch::Tensor q, k, v;  // [batch, heads or kv_heads, T, head_dim], q and k rotated
+  };
+  Projected project(const torch::Tensor& x, const RotaryEmbedding& rope, const torch::Tensor& cos,
+                    const torch::Tensor& sin) const;
+  torch::Tensor attend_and_project(const Projected& p, const torch::Tensor& k,
+                                   const torch::Tensor& v, const torch::Tensor& mask,
+                                   torch::Tensor* weights) const;
+
   SelfAttentionOptions options_;
 };
 TORCH_MODULE(SelfAttention);

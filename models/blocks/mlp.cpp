@@ -27,4 +27,16 @@ torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) const {
   return down_proj->forward(activate(gate_proj->forward(x), activation) * up_proj->forward(x));
 }
 
+GatingMlpImpl::GatingMlpImpl(int64_t hidden_size, int64_t intermediate_size, Activation act,
+                             const torch::TensorOptions& options)
+    : activation(act),
+      fc1(register_module("fc1", Linear(hidden_size, intermediate_size, false, options))),
+      fc2(register_module("fc2", Linear(intermediate_size / 2, hidden_size, false, options))) {}
+
+torch::Tensor GatingMlpImpl::forward(const torch::Tensor& x) const {
+  const torch::Tensor h = fc1->forward(x);
+  const int64_t half = h.size(-1) / 2;
+  return fc2->forward(activate(h.narrow(-1, 0, half), activation) * h.narrow(-1, half, half));
+}
+
 }  // namespace alto::models::blocks

@@ -34,4 +34,16 @@ class GatedMlpImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GatedMlp);
 
+/// fc2(act(a) * b) where [a, b] are the two halves of fc1(x): moshi's ActivationGating, the MLP
+/// of Moshi and Kyutai STT (fc1 [intermediate_size, hidden], fc2 [hidden, intermediate_size / 2]).
+class GatingMlpImpl : public torch::nn::Module {
+ public:
+  GatingMlpImpl(int64_t hidden_size, int64_t intermediate_size, Activation activation,
+                const torch::TensorOptions& options);
+  torch::Tensor forward(const torch::Tensor& x) const;
+  Activation activation;
+  Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(GatingMlp);
+
 }  // namespace alto::models::blocks

@@ -19,13 +19,16 @@ class LayerNormImpl : public torch::nn::Module {
 TORCH_MODULE(LayerNorm);
 
 /// transformers' LlamaRMSNorm / Qwen2RMSNorm / MistralRMSNorm: x / sqrt(mean(x^2) + eps), computed
-/// in float32 whatever the input's dtype, cast back, then times weight [dim].
+/// in float32 whatever the input's dtype, cast back, then times weight [dim]. With
+/// `scale_in_float32` the weight multiplies before the cast (Moshi's and Kyutai STT's RMSNorm).
 class RmsNormImpl : public torch::nn::Module {
  public:
-  RmsNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+  RmsNormImpl(int64_t dim, double eps, const torch::TensorOptions& options,
+              bool scale_in_float32 = false);
   torch::Tensor forward(const torch::Tensor& x) const;
 
   double eps;
+  bool scale_in_float32;
   torch::Tensor weight;
 };
 TORCH_MODULE(RmsNorm);

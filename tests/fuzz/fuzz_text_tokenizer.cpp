@@ -2,7 +2,8 @@
 // from a model folder (their JSON, vocabularies, merges, added tokens, normalizers and
 // pre-tokenizer patterns) and the text given to them. The first byte picks what the rest is:
 //   0: a pre-tokenizer pattern, a newline, then a text to split with it;
-//   1: a tokenizer.json, 2: a tekken.json — loaded, then used on a few texts.
+//   1: a tokenizer.json (byte-level BPE, or a SentencePiece Unigram), 2: a tekken.json —
+//   loaded, then used on a few texts.
 // Every outcome must be a result or an alto::Error: no crash, hang, leak or undefined behaviour.
 
 #include <unistd.h>

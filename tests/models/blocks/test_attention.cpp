@@ -23,6 +23,10 @@ torch::Tensor eager(const torch::Tensor& q, const torch::Tensor& k, const torch:
   return torch::matmul(torch::softmax(scores, -1), vr);
 }
 
+// The softmax runs in float32 (as transformers' eager attention upcasts it), so float64 inputs
+// agree to float32's rounding: sums over rows of different lengths round differently.
+constexpr double kTol = 1e-6;
+
 SelfAttentionOptions gqa_options() {
   SelfAttentionOptions o;
   o.hidden_size = 24;
@@ -31,6 +35,13 @@ SelfAttentionOptions gqa_options() {
   o.head_dim = 8;  // not hidden_size / heads: an explicit head_dim, as Mistral's
   o.qkv_bias = true;
   return o;
+}
+
+// RoPE over gqa_options()'s head_dim.
+RotaryEmbedding head_rope() {
+  RotaryEmbeddingOptions o;
+  o.head_dim = 8;
+  return RotaryEmbedding(o);
 }
 
 SelfAttention random_attention() {
@@ -85,9 +96,7 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   torch::manual_seed(2);
   torch::NoGradGuard no_grad;
   const SelfAttention attention = random_attention();
-  RotaryEmbeddingOptions ro;
-  ro.head_dim = 8;
-  const RotaryEmbedding rope(ro);
+  const RotaryEmbedding rope = head_rope();
   const torch::Tensor x = torch::randn({1, 9, 24}, torch::kFloat64);
   AttentionMaskOptions window;
   window.sliding_window = 4;
@@ -109,7 +118,7 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
     start += n;
   }
   CHECK(cache.length() == 9);
-  CHECK(torch::allclose(torch::cat(parts, 1), full, 1e-9, 1e-9));
+  CHECK(torch::allclose(torch::cat(parts, 1), full, kTol, kTol));
   CHECK_THROWS_WITH(cache.append(torch::zeros({1, 2, 8, 8}, torch::kFloat64),
                                  torch::zeros({1, 2, 8, 8}, torch::kFloat64)),
                     Catch::Contains("exceed the capacity of 16"));
@@ -125,8 +134,8 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   auto [cb, sb] = rope.cos_sin(positions);
   const torch::Tensor out = attention->forward(
       batch, rope, cb, sb, attention_mask(9, 9, 0, window, padding, torch::kFloat64));
-  CHECK(torch::allclose(out[0], full[0], 1e-9, 1e-9));
-  CHECK(torch::allclose(out[1].narrow(0, 3, 6), full_run(shorter)[0], 1e-9, 1e-9));
+  CHECK(torch::allclose(out[0], full[0], kTol, kTol));
+  CHECK(torch::allclose(out[1].narrow(0, 3, 6), full_run(shorter)[0], kTol, kTol));
   CHECK(torch::isfinite(out).all().item<bool>());
 
   SelfAttentionOptions bad = gqa_options();
@@ -134,4 +143,55 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   CHECK_THROWS_WITH(
       SelfAttention(bad, torch::TensorOptions()),
       Catch::Contains("num_key_value_heads must divide num_attention_heads, got 6 and 4"));
+}
+
+TEST_CASE("a sliding-window ring equals the windowed mask; rows advance independently",
+          "[models][blocks][attention]") {
+  torch::manual_seed(3);
+  torch::NoGradGuard no_grad;
+  const SelfAttention attention = random_attention();
+  const RotaryEmbedding rope = head_rope();
+  const int64_t window = 4, length = 13;
+  const torch::Tensor x = torch::randn({2, length, 24}, torch::kFloat64);
+  AttentionMaskOptions windowed;
+  windowed.sliding_window = window;
+  auto [c, s] = rope.cos_sin(torch::arange(length));
+  const torch::Tensor full = attention->forward(
+      x, rope, c, s, attention_mask(length, length, 0, windowed, {}, torch::kFloat64));
+  const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+
+  // Chunks of 3 (longer than nothing, shorter than the window), then single steps, then a
+  // chunk of 6 (longer than the window): the ring holds 4 keys throughout.
+  RingPositions positions(2, window, torch::kCPU);
+  RingKVCache cache(2, 2, window, 8, f64);
+  std::vector<torch::Tensor> parts;
+  for (int64_t start = 0; start < length;) {
+    const int64_t n = start < 3 ? 3 : start < 7 ? 1 : 6;
+    const RingPositions::Step step = positions.plan(n, {}, torch::kFloat64);
+    auto [cs, ss] = rope.cos_sin(step.positions);
+    parts.push_back(attention->forward(x.narrow(1, start, n), rope, cs, ss, cache, step));
+    positions.commit(step);
+    start += n;
+  }
+  CHECK(torch::allclose(torch::cat(parts, 1), full, kTol, kTol));
+  CHECK(positions.next().equal(torch::tensor({length, length})));
+
+  // Row 1 waits every other step: each row still equals its own sequence alone.
+  positions.reset();
+  std::vector<std::vector<torch::Tensor>> rows(2);
+  std::vector<int64_t> fed{0, 0};
+  for (int64_t tick = 0; fed[0] < length || fed[1] < length; ++tick) {
+    torch::Tensor advancing = torch::tensor({fed[0] < length, fed[1] < length && tick % 2 == 0});
+    const RingPositions::Step step = positions.plan(1, advancing, torch::kFloat64);
+    auto [cs, ss] = rope.cos_sin(step.positions);
+    const torch::Tensor input = torch::stack(
+        {x[0][std::min(fed[0], length - 1)], x[1][std::min(fed[1], length - 1)]}).unsqueeze(1);
+    const torch::Tensor out = attention->forward(input, rope, cs, ss, cache, step);
+    positions.commit(step);
+    for (int64_t r = 0; r < 2; ++r)
+      if (advancing[r].item<bool>()) rows[r].push_back(out[r]), ++fed[r];
+  }
+  for (int64_t r = 0; r < 2; ++r)
+    CHECK(torch::allclose(torch::cat(rows[r], 0), full[r], kTol, kTol));
+  CHECK_THROWS_WITH(positions.reset_row(2), Catch::Contains("row 2 does not exist"));
 }
