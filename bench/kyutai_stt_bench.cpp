@@ -27,19 +27,13 @@
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
 #include "alto/models/kyutai_speech_to_text/speech_to_text_stream.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+using alto::bench::Clock;
+using alto::bench::median;
+using alto::bench::ms_since;
 
 long resident_kb() {
   std::ifstream status("/proc/self/status");

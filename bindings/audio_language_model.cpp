@@ -33,30 +33,6 @@ struct DecoderState {
   models::TextDecoderState state;
 };
 
-/// `base` with the keyword arguments that name generation_config.json keys applied
-/// (eos_token_id: an int or a list of ints).
-GenerationConfig generation_config(GenerationConfig config, const py::kwargs& kwargs,
-                                   const std::string& caller) {
-  py::kwargs options;
-  for (auto item : kwargs) {
-    const std::string key = py::cast<std::string>(item.first);
-    if (key != "eos_token_id") {
-      options[item.first] = item.second;
-      continue;
-    }
-    try {
-      config.eos_token_id = py::isinstance<py::int_>(item.second)
-                                ? std::vector<int64_t>{py::cast<int64_t>(item.second)}
-                                : py::cast<std::vector<int64_t>>(item.second);
-    } catch (const py::cast_error&) {
-      throw InvalidArgument(caller + ": eos_token_id must be an int or a list of ints");
-    }
-  }
-  GenerationConfig::schema().set(config, option_values(options, caller));
-  config.validate();
-  return config;
-}
-
 /// Calls a Python on_token(row, token) from the generation loop (GIL released around it); an
 /// exception it raises stops generation and is raised again by rethrow().
 class TokenCallback {
@@ -154,6 +130,14 @@ py::dict inputs_dict(const AudioLmInputs& in) {
   return d;
 }
 
+py::object with_intermediates(const torch::Tensor& value, bool requested,
+                              const models::Intermediates& intermediates) {
+  if (!requested) return py::cast(value);
+  return py::make_tuple(value, intermediates_dict(intermediates));
+}
+
+using Model = std::shared_ptr<const AudioLanguageModel>;
+
 /// A mono clip at `rate` from a content part: "audio" (array or tensor [samples], already at
 /// the model's rate), or "path" / "audio_url" / "url" (a file, decoded and resampled).
 torch::Tensor clip_of(const py::dict& part, int rate) {
@@ -172,8 +156,30 @@ torch::Tensor clip_of(const py::dict& part, int rate) {
   return floating(py::cast<TensorArg>(part["audio"]).tensor, "conversation: audio part", 1, 1);
 }
 
-/// transformers' conversation format: [{"role", "content": str | [{"type": "text", "text"} |
-/// {"type": "audio", "audio" | "path" | "audio_url"}]}].
+}  // namespace
+
+GenerationConfig generation_config(GenerationConfig config, const py::kwargs& kwargs,
+                                   const std::string& caller) {
+  py::kwargs options;
+  for (auto item : kwargs) {
+    const std::string key = py::cast<std::string>(item.first);
+    if (key != "eos_token_id") {
+      options[item.first] = item.second;
+      continue;
+    }
+    try {
+      config.eos_token_id = py::isinstance<py::int_>(item.second)
+                                ? std::vector<int64_t>{py::cast<int64_t>(item.second)}
+                                : py::cast<std::vector<int64_t>>(item.second);
+    } catch (const py::cast_error&) {
+      throw InvalidArgument(caller + ": eos_token_id must be an int or a list of ints");
+    }
+  }
+  GenerationConfig::schema().set(config, option_values(options, caller));
+  config.validate();
+  return config;
+}
+
 std::vector<models::ChatMessage> conversation_of(const py::list& conversation, int rate) {
   std::vector<models::ChatMessage> out;
   for (const py::handle item : conversation) {
@@ -197,25 +203,18 @@ std::vector<models::ChatMessage> conversation_of(const py::list& conversation, i
           m.content.push_back(models::ChatPart::text_part(py::cast<std::string>(part["text"])));
         else if (type == "audio")
           m.content.push_back(models::ChatPart::audio_part(clip_of(part, rate)));
+        else if (type == "codes" && part.contains("codes"))
+          m.content.push_back(models::ChatPart::codes_part(integral(
+              py::cast<TensorArg>(part["codes"]).tensor, "conversation: codes part", 2)));
         else
           throw InvalidArgument("conversation: unknown content type '" + type +
-                                "' (text or audio)");
+                                "' (text, audio, or codes with \"codes\")");
       }
     }
     out.push_back(std::move(m));
   }
   return out;
 }
-
-py::object with_intermediates(const torch::Tensor& value, bool requested,
-                              const models::Intermediates& intermediates) {
-  if (!requested) return py::cast(value);
-  return py::make_tuple(value, intermediates_dict(intermediates));
-}
-
-using Model = std::shared_ptr<const AudioLanguageModel>;
-
-}  // namespace
 
 void bind_audio_language_models(py::module_& m) {
   py::class_<DecoderState, std::shared_ptr<DecoderState>>(

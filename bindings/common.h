@@ -14,7 +14,9 @@
 #include "alto/core/error.h"
 #include "alto/core/options.h"
 #include "alto/core/registry.h"
+#include "alto/models/audio_language_model.h"
 #include "alto/models/blocks/intermediates.h"
+#include "alto/models/generation.h"
 
 namespace alto::python {
 
@@ -57,6 +59,15 @@ py::dict registry_descriptions(const Registry<Entry>& registry) {
 /// Registers submodule `name` of `parent` in sys.modules, so `import alto.features` works.
 py::module_ submodule(py::module_& parent, const char* name, const char* doc);
 
+/// `base` with the keyword arguments that name generation_config.json keys applied
+/// (eos_token_id: an int or a list of ints); errors name `caller`.
+models::GenerationConfig generation_config(models::GenerationConfig base, const py::kwargs& kwargs,
+                                           const std::string& caller);
+/// transformers' conversation format: [{"role", "content": str | [{"type": "text", "text"} |
+/// {"type": "audio", "audio" (samples at `rate`) | "path" | "audio_url"} |
+/// {"type": "codes", "codes": int [num_codebooks, frames]}]}].
+std::vector<models::ChatMessage> conversation_of(const py::list& conversation, int rate);
+
 /// A forward pass's named intermediates as {name: tensor} in the order they were made.
 py::dict intermediates_dict(const models::Intermediates& intermediates);
 
@@ -68,6 +79,8 @@ void bind_models(py::module_& m);
 void bind_audio_language_models(py::module_& m);
 /// Into alto.models, from bind_models.
 void bind_speech_to_text(py::module_& m);
+/// Into alto.models, from bind_models.
+void bind_csm(py::module_& m);
 void bind_tokenizers(py::module_& m);
 void bind_audio_tokenizer(py::module_& m);
 

@@ -139,6 +139,7 @@ void bind_models(py::module_& top) {
   py::module_ m = submodule(top, "models", "alto's models, loaded from Hugging Face checkpoints.");
   bind_audio_language_models(m);
   bind_speech_to_text(m);
+  bind_csm(m);
 
   py::class_<DecoderState, std::shared_ptr<DecoderState>>(
       m, "WhisperDecoderState",

@@ -18,6 +18,7 @@ void add_transcribe_command(CLI::App& app);
 void add_encode_command(CLI::App& app);
 void add_decode_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
+void add_speak_command(CLI::App& app);
 
 /// Whether `dir` is an audio LM (alto transcribe hands those to transcribe_with_audio_lm).
 bool is_audio_lm(const std::string& dir);

@@ -9,7 +9,7 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"alto: audio for language models — decode, convert, features, tokens, transcripts"};
+  CLI::App app{"alto: audio for language models — decode, convert, features, tokens, transcripts, speech"};
   app.require_subcommand(1);
   int threads = alto::default_num_threads();
   app.add_option("--threads", threads, "Threads for alto and libtorch (default: all cores)")
@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   alto::cli::add_encode_command(app);
   alto::cli::add_decode_command(app);
   alto::cli::add_chat_command(app);
+  alto::cli::add_speak_command(app);
 
   try {
     app.parse(argc, argv);

@@ -59,6 +59,7 @@ set(ALTO_MODELS_SOURCES
   ${ALTO_ROOT}/models/blocks/streaming_transformer.cpp
   ${ALTO_ROOT}/models/audio_encoder.cpp
   ${ALTO_ROOT}/models/audio_language_model.cpp
+  ${ALTO_ROOT}/models/csm/csm.cpp
   ${ALTO_ROOT}/models/dac.cpp
   ${ALTO_ROOT}/models/encodec.cpp
   ${ALTO_ROOT}/models/generation.cpp

@@ -24,14 +24,18 @@
 
 namespace alto::models {
 
-/// One part of a message: text, or a mono clip at the model's sampling rate.
+/// One part of a message: text, a mono clip at the model's sampling rate, or (for the models
+/// that embed codec tokens, CSM) that clip's codec codes.
 struct ChatPart {
   std::string text;
   torch::Tensor audio;  // float [samples]; defined for an audio part
+  torch::Tensor codes;  // int64 [num_codebooks, frames]; defined for a codes part
 
-  static ChatPart text_part(std::string text) { return {std::move(text), {}}; }
-  static ChatPart audio_part(torch::Tensor wave) { return {"", std::move(wave)}; }
+  static ChatPart text_part(std::string text) { return {std::move(text), {}, {}}; }
+  static ChatPart audio_part(torch::Tensor wave) { return {"", std::move(wave), {}}; }
+  static ChatPart codes_part(torch::Tensor codes) { return {"", {}, std::move(codes)}; }
   bool is_audio() const { return audio.defined(); }
+  bool is_codes() const { return codes.defined(); }
 };
 
 /// A turn of a conversation: role "system", "user" or "assistant".

@@ -29,13 +29,16 @@ const OptionSchema<GenerationConfig>& GenerationConfig::schema() {
   return schema;
 }
 
-GenerationConfig GenerationConfig::from_json(const std::string& path) {
+GenerationConfig GenerationConfig::from_json(const std::string& path,
+                                             const std::string& key_prefix) {
   namespace fs = std::filesystem;
   const fs::path file =
       fs::is_directory(path) ? fs::path(path) / "generation_config.json" : fs::path(path);
   GenerationConfig c;
   if (fs::is_directory(path) && !fs::exists(file)) return c;
-  const detail::JsonConfig json = detail::JsonConfig::load(file.string());
+  const detail::JsonConfig file_json = detail::JsonConfig::load(file.string());
+  const detail::JsonConfig json =
+      key_prefix.empty() ? file_json : file_json.with_key_prefix(key_prefix);
   // transformers bounds the whole sequence by max_length when max_new_tokens is absent; alto
   // keeps its own default then, since a chat prompt alone outgrows the usual max_length of 20.
   c = json.read(schema(), c);

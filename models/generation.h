@@ -33,8 +33,9 @@ struct GenerationConfig {
   uint64_t seed = 0;
 
   /// `path`: a generation_config.json or the folder holding it; a folder without one gives the
-  /// defaults. alto::InvalidArgument naming the file and key for a bad value.
-  static GenerationConfig from_json(const std::string& path);
+  /// defaults. alto::InvalidArgument naming the file and key for a bad value. With `key_prefix`,
+  /// only the keys that start with it are read, without it (CSM's "depth_decoder_" settings).
+  static GenerationConfig from_json(const std::string& path, const std::string& key_prefix = "");
   static const OptionSchema<GenerationConfig>& schema();
   void validate() const;
   std::string to_string() const;

@@ -39,28 +39,13 @@ const OptionSchema<TextDecoderConfig>& TextDecoderConfig::schema() {
   return schema;
 }
 
-TextDecoderConfig TextDecoderConfig::from_json(const std::string& path,
-                                               const std::string& sub_config) {
-  const detail::JsonConfig file = detail::JsonConfig::load_model_config(path, "", "");
-  const detail::JsonConfig json = sub_config.empty() ? file : file.sub(sub_config.c_str());
-  TextDecoderConfig c;
-  json.require("model_type");
-  json.read("model_type", c.model_type);
-  ALTO_CHECK_AS(Unsupported,
-                c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2",
-                json.where("model_type"), ": '", c.model_type,
-                "' is not a text decoder alto runs (llama, mistral, qwen2)");
-  // The family's transformers defaults for keys a config may leave out.
-  if (c.model_type == "qwen2") {
-    c.vocab_size = 151936, c.intermediate_size = 22016, c.max_position_embeddings = 32768;
-    c.sliding_window = 4096;
-  } else if (c.model_type == "mistral") {
-    c.intermediate_size = 14336, c.num_key_value_heads = 8, c.max_position_embeddings = 131072;
-    if (!json.written("sliding_window")) c.sliding_window = 4096;
-  }
+namespace {
+
+// The decoder keys of `json` over `c`.
+TextDecoderConfig read_keys(const detail::JsonConfig& json, TextDecoderConfig c) {
   if (json.written("sliding_window") && !json.has("sliding_window")) c.sliding_window.reset();
   if (json.written("head_dim") && !json.has("head_dim")) c.head_dim.reset();
-  c = json.read(schema(), c);
+  c = json.read(TextDecoderConfig::schema(), c);
   // transformers 5 writes rope_parameters {rope_theta, rope_type, factor, ...}; Hub configs
   // rope_theta beside a rope_scaling object.
   if (json.has("rope_parameters")) {
@@ -77,7 +62,33 @@ TextDecoderConfig TextDecoderConfig::from_json(const std::string& path,
       c.layer_types.push_back(t.get<std::string>());
     }
   }
-  return json.validated(c);
+  return c;
+}
+
+}  // namespace
+
+TextDecoderConfig TextDecoderConfig::from_json(const std::string& path,
+                                               const std::string& sub_config,
+                                               const TextDecoderConfig* defaults) {
+  const detail::JsonConfig file = detail::JsonConfig::load_model_config(path, "", "");
+  const detail::JsonConfig json = sub_config.empty() ? file : file.sub(sub_config.c_str());
+  if (defaults) return json.validated(read_keys(json, *defaults));
+  TextDecoderConfig c;
+  json.require("model_type");
+  json.read("model_type", c.model_type);
+  ALTO_CHECK_AS(Unsupported,
+                c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2",
+                json.where("model_type"), ": '", c.model_type,
+                "' is not a text decoder alto runs (llama, mistral, qwen2)");
+  // The family's transformers defaults for keys a config may leave out.
+  if (c.model_type == "qwen2") {
+    c.vocab_size = 151936, c.intermediate_size = 22016, c.max_position_embeddings = 32768;
+    c.sliding_window = 4096;
+  } else if (c.model_type == "mistral") {
+    c.intermediate_size = 14336, c.num_key_value_heads = 8, c.max_position_embeddings = 131072;
+    if (!json.written("sliding_window")) c.sliding_window = 4096;
+  }
+  return json.validated(read_keys(json, c));
 }
 
 void TextDecoderConfig::validate() const {
@@ -152,15 +163,16 @@ TORCH_MODULE(DecoderLayer);
 
 class DecoderImpl : public torch::nn::Module {
  public:
-  DecoderImpl(const TextDecoderConfig& c, const torch::TensorOptions& o)
-      : embed_tokens(
-            register_module("embed_tokens", blocks::Embedding(c.vocab_size, c.hidden_size, o))),
-        layers(register_module("layers", torch::nn::ModuleList())),
+  DecoderImpl(const TextDecoderConfig& c, const torch::TensorOptions& o, bool with_embedding)
+      : layers(register_module("layers", torch::nn::ModuleList())),
         norm(register_module("norm", blocks::RmsNorm(c.hidden_size, c.rms_norm_eps, o))) {
+    if (with_embedding)
+      embed_tokens =
+          register_module("embed_tokens", blocks::Embedding(c.vocab_size, c.hidden_size, o));
     for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, o));
   }
 
-  blocks::Embedding embed_tokens;
+  blocks::Embedding embed_tokens{nullptr};  // null when the caller embeds (CSM)
   torch::nn::ModuleList layers;
   blocks::RmsNorm norm;
 };
@@ -177,28 +189,30 @@ blocks::RotaryEmbeddingOptions rope_options(const TextDecoderConfig& c) {
 }  // namespace
 
 struct TextDecoder::Impl {
-  Impl(const TextDecoderConfig& c, std::string p, const LoadOptions& o)
+  Impl(const TextDecoderConfig& c, std::string p, const LoadOptions& o, bool with_embedding)
       : config(c),
         prefix(std::move(p)),
         options(o),
-        module(c, torch::TensorOptions().dtype(o.dtype).device(o.device)),
+        module(c, torch::TensorOptions().dtype(o.dtype).device(o.device), with_embedding),
         rope(rope_options(c)) {}
 
   TextDecoderConfig config;
   std::string prefix;
   LoadOptions options;
   Decoder module;
-  torch::Tensor lm_head;  // [vocab_size, hidden_size]
+  torch::Tensor lm_head;  // [vocab_size, hidden_size]; undefined without a head
   blocks::RotaryEmbedding rope;
 };
 
 TextDecoder::TextDecoder(const TextDecoderConfig& config, CheckpointBinder& binder,
                          const std::string& prefix, const std::string& head_name,
-                         const LoadOptions& options) {
+                         const LoadOptions& options, bool embed_tokens) {
   config.validate();
-  auto impl = std::make_shared<Impl>(config, prefix, options);
+  auto impl = std::make_shared<Impl>(config, prefix, options, embed_tokens);
   binder.bind(*impl->module, prefix);
-  if (config.tie_word_embeddings && !binder.contains(head_name)) {
+  if (head_name.empty()) {
+    // The caller reads its own outputs.
+  } else if (embed_tokens && config.tie_word_embeddings && !binder.contains(head_name)) {
     impl->lm_head = impl->module->embed_tokens->weight;
   } else {
     // Its own tensor (binding replaces the target's storage): untied, or a tied copy saved.
@@ -235,6 +249,8 @@ torch::Tensor TextDecoder::embed(const torch::Tensor& input_ids) const {
     ALTO_CHECK(low >= 0 && high < vocab, "TextDecoder::embed: token id ", low < 0 ? low : high,
                " is outside the vocabulary [0, ", vocab, ")");
   }
+  ALTO_CHECK(!impl_->module->embed_tokens.is_empty(), "TextDecoder::embed: the decoder at '",
+             impl_->prefix, "' was bound without its token table");
   torch::NoGradGuard no_grad;
   return impl_->module->embed_tokens->forward(input_ids.to(impl_->options.device));
 }
@@ -326,6 +342,8 @@ torch::Tensor TextDecoder::logits(const torch::Tensor& hidden) const {
   ALTO_CHECK(hidden.dim() >= 1 && hidden.size(-1) == impl_->config.hidden_size,
              "TextDecoder::logits: hidden must be [..., ", impl_->config.hidden_size, "], got ",
              hidden.sizes());
+  ALTO_CHECK(impl_->lm_head.defined(), "TextDecoder::logits: the decoder at '", impl_->prefix,
+             "' was bound without a head");
   torch::NoGradGuard no_grad;
   return blocks::linear(hidden.to(impl_->options.device, impl_->options.dtype), impl_->lm_head)
       .to(torch::kFloat32);

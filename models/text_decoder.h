@@ -50,8 +50,11 @@ struct TextDecoderConfig {
 
   /// `path`: a config.json or the folder holding it; with `sub_config` ("text_config"), the
   /// decoder's keys are read from that nested object. alto::Unsupported for a model_type
-  /// outside the three families, alto::InvalidArgument naming the file and key otherwise.
-  static TextDecoderConfig from_json(const std::string& path, const std::string& sub_config = "");
+  /// outside the three families, alto::InvalidArgument naming the file and key otherwise. With
+  /// `defaults`, the keys are read over them whatever the model_type says (CSM's backbone and
+  /// depth decoder: Llamas under their own model_types, with CSM's defaults).
+  static TextDecoderConfig from_json(const std::string& path, const std::string& sub_config = "",
+                                     const TextDecoderConfig* defaults = nullptr);
   static const OptionSchema<TextDecoderConfig>& schema();
   void validate() const;
   std::string to_string() const;
@@ -83,11 +86,14 @@ class TextDecoder {
   static std::shared_ptr<const TextDecoder> from_pretrained(const std::string& dir,
                                                             const LoadOptions& options = {});
   /// Binds the modules at `prefix` ("model.", or an audio LM's "language_model.model.") and the
-  /// head at `head_name` (falling back to the embedding when tied or absent and tied).
+  /// head at `head_name` (falling back to the embedding when tied or absent and tied). An empty
+  /// `head_name` binds no head, and `embed_tokens` false no token table: a model that embeds its
+  /// own inputs and reads its own outputs (CSM's backbone and depth decoder) uses the layers.
   TextDecoder(const TextDecoderConfig& config, CheckpointBinder& binder, const std::string& prefix,
-              const std::string& head_name, const LoadOptions& options);
+              const std::string& head_name, const LoadOptions& options, bool embed_tokens = true);
 
   /// input_ids int64 [batch, T] -> [batch, T, hidden_size] in the model's dtype.
+  /// alto::InvalidArgument for a decoder bound without its token table.
   torch::Tensor embed(const torch::Tensor& input_ids) const;
   /// Empty caches for `batch` rows of up to `capacity` positions (prompt and generated tokens).
   /// alto::InvalidArgument when capacity exceeds max_position_embeddings.
@@ -99,7 +105,8 @@ class TextDecoder {
   /// names.
   torch::Tensor forward(const torch::Tensor& inputs_embeds, const torch::Tensor& attention_mask,
                         TextDecoderState& state, Intermediates* intermediates = nullptr) const;
-  /// hidden [..., hidden_size] -> logits [..., vocab_size] float32.
+  /// hidden [..., hidden_size] -> logits [..., vocab_size] float32. alto::InvalidArgument for a
+  /// decoder bound without a head.
   torch::Tensor logits(const torch::Tensor& hidden) const;
 
   const TextDecoderConfig& config() const;

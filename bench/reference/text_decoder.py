@@ -2,7 +2,10 @@
 in float32, q/k/v projections (with Qwen2's biases), rotate-half RoPE, grouped-query attention
 with an explicit softmax in float32 (transformers' eager attention), SwiGLU, a KV cache grown by
 concatenation (transformers' DynamicCache), and the head on the positions asked for (generate()
-computes only the last). Weights are a dict with the checkpoint's names."""
+computes only the last). RoPE with llama3 scaling where the config has it. Weights are a dict
+with the checkpoint's names; `layers` serves any prefix (CSM's two decoders)."""
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -17,11 +20,26 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), -1)
 
 
+def inv_freq(config, head_dim):
+    """transformers' inverse frequencies, with llama3 scaling when rope_scaling asks for it."""
+    freq = 1.0 / (config["rope_theta"] ** (torch.arange(0, head_dim, 2).float() / head_dim))
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("rope_type") != "llama3":
+        return freq
+    factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+    old = scaling["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / freq
+    scaled = torch.where(wavelen > old / low, freq / factor, freq)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+    return torch.where(medium, smoothed, scaled)
+
+
 def rope(config, positions, dtype):
-    """cos, sin [T, head_dim] for the default RoPE at `positions`."""
+    """cos, sin [T, head_dim] at `positions`."""
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    inv_freq = 1.0 / (config["rope_theta"] ** (torch.arange(0, head_dim, 2).float() / head_dim))
-    angles = positions.float()[:, None] * inv_freq[None]
+    angles = positions.float()[:, None] * inv_freq(config, head_dim)[None]
     emb = torch.cat((angles, angles), -1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
 
@@ -30,19 +48,18 @@ def linear(w, name, x):
     return F.linear(x, w[name + ".weight"], w.get(name + ".bias"))
 
 
-def forward(w, config, ids, cache, logits_last=1):
-    """ids [1, T] after the cache's positions -> logits [1, logits_last, vocab] (float32).
+def layers(w, config, x, cache, prefix="model."):
+    """inputs_embeds [1, T, d] after the cache's positions -> final-norm hidden [1, T, d].
     cache: a list of per-layer {"k", "v"} dicts, filled and grown in place."""
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
     eps = config["rms_norm_eps"]
-    x = F.embedding(ids, w["model.embed_tokens.weight"])
     b, t, _ = x.shape
     past = cache[0]["k"].shape[2] if cache and "k" in cache[0] else 0
     cos, sin = rope(config, torch.arange(past, past + t), x.dtype)
     mask = torch.full((t, past + t), float("-inf")).triu(past + 1)
     for i in range(config["num_hidden_layers"]):
-        p = f"model.layers.{i}."
+        p = f"{prefix}layers.{i}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
         q = linear(w, p + "self_attn.q_proj", h).view(b, t, heads, head_dim).transpose(1, 2)
         k = linear(w, p + "self_attn.k_proj", h).view(b, t, kv_heads, head_dim).transpose(1, 2)
@@ -61,9 +78,14 @@ def forward(w, config, ids, cache, logits_last=1):
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         gated = F.silu(linear(w, p + "mlp.gate_proj", h)) * linear(w, p + "mlp.up_proj", h)
         x = x + linear(w, p + "mlp.down_proj", gated)
-    x = rms_norm(x[:, -logits_last:], w["model.norm.weight"], eps)
+    return rms_norm(x, w[prefix + "norm.weight"], eps)
+
+
+def forward(w, config, ids, cache, logits_last=1):
+    """ids [1, T] after the cache's positions -> logits [1, logits_last, vocab] (float32)."""
+    x = layers(w, config, F.embedding(ids, w["model.embed_tokens.weight"]), cache)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    return F.linear(x, head).float()
+    return F.linear(x[:, -logits_last:], head).float()
 
 
 def greedy(w, config, ids, steps):

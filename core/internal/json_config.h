@@ -86,6 +86,20 @@ class JsonConfig {
     return config;
   }
 
+  /// The keys that start with `key_prefix`, without it, read and reported like a config of their
+  /// own (generation_config.json's "depth_decoder_temperature" as "temperature", errors naming
+  /// "depth_decoder_temperature").
+  JsonConfig with_key_prefix(const std::string& key_prefix) const {
+    JsonConfig config;
+    config.path_ = path_;
+    config.prefix_ = prefix_ + key_prefix;
+    config.json_ = nlohmann::json::object();
+    for (const auto& [key, value] : json_.items())
+      if (key.size() > key_prefix.size() && key.compare(0, key_prefix.size(), key_prefix) == 0)
+        config.json_[key.substr(key_prefix.size())] = value;
+    return config;
+  }
+
   /// config.validate(), its error rethrown as alto::InvalidArgument naming this file (and the
   /// sub-config).
   template <typename Config>

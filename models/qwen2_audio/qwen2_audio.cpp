@@ -73,6 +73,8 @@ std::string Qwen2Audio::render_chat(const std::vector<ChatMessage>& conversation
       out += "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n";
     out += "<|im_start|>" + message.role + "\n";
     for (const ChatPart& part : message.content) {
+      ALTO_CHECK(!part.is_codes(), "Qwen2Audio: a chat part holds codec codes; the model takes "
+                 "audio clips");
       if (part.is_audio())
         out += "Audio " + std::to_string(++audio_count) +
                ": <|audio_bos|><|AUDIO|><|audio_eos|>\n";

@@ -115,6 +115,8 @@ AudioLmInputs Voxtral::process(const std::vector<ChatMessage>& conversation,
     if (message.role == "system") append_special("[SYSTEM_PROMPT]");
     if (user) append_special("[INST]");
     for (const ChatPart& part : message.content) {
+      ALTO_CHECK(!part.is_codes(), "Voxtral: a chat part holds codec codes; the model takes "
+                 "audio clips");
       if (!part.is_audio()) {
         append_text(part.text);
         continue;
