@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <queue>
 #include <set>
 #include <unordered_map>
 
@@ -248,7 +249,50 @@ struct BpeTokenizer::Impl {
     return it == merge_rank.end() ? -1 : it->second;
   }
 
-  // Byte-pair merges of one pre-tokenised piece, lowest rank first, leftmost on ties.
+  // Byte-pair merges of one piece, lowest rank first, leftmost on ties: the parts as a linked
+  // list and the candidate pairs in a heap, so a piece of n bytes takes O(n log n) (one long
+  // word — a megabyte without a space — would take O(n^2) rescanning every pair per merge).
+  std::vector<std::string> merge_parts(const std::string& piece) const {
+    const int n = static_cast<int>(piece.size());
+    std::vector<int> begin(n), end(n), next(n), prev(n);
+    for (int i = 0; i < n; ++i) begin[i] = i, end[i] = i + 1, next[i] = i + 1, prev[i] = i - 1;
+    struct Candidate {
+      int64_t rank;
+      int left, right, left_end, right_end;
+      bool operator>(const Candidate& o) const {
+        return rank != o.rank ? rank > o.rank : left > o.left;  // leftmost first on ties
+      }
+    };
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+    auto text = [&](int i) { return piece.substr(begin[i], end[i] - begin[i]); };
+    auto push = [&](int left) {
+      const int right = left < 0 || left >= n ? n : next[left];
+      if (left < 0 || right >= n) return;
+      const int64_t r = rank(text(left), text(right));
+      if (r >= 0) heap.push({r, left, right, end[left], end[right]});
+    };
+    for (int i = 0; i + 1 < n; ++i) push(i);
+    std::vector<bool> alive(n, true);
+    while (!heap.empty()) {
+      const Candidate c = heap.top();
+      heap.pop();
+      // Stale when either side has merged since: the pair is no longer these two parts.
+      if (!alive[c.left] || !alive[c.right] || next[c.left] != c.right ||
+          end[c.left] != c.left_end || end[c.right] != c.right_end)
+        continue;
+      end[c.left] = end[c.right];
+      alive[c.right] = false;
+      next[c.left] = next[c.right];
+      if (next[c.left] < n) prev[next[c.left]] = c.left;
+      push(prev[c.left]);
+      push(c.left);
+    }
+    std::vector<std::string> parts;
+    for (int i = 0; i < n; i = next[i]) parts.push_back(text(i));
+    return parts;
+  }
+
+  // Byte-pair merges of one pre-tokenised piece, cached by piece.
   void bpe(const std::string& piece, std::vector<int64_t>& ids) const {
     {
       std::lock_guard<std::mutex> lock(cache_mutex);
@@ -258,21 +302,8 @@ struct BpeTokenizer::Impl {
         return;
       }
     }
-    std::vector<std::string> parts;
-    for (char c : piece) parts.emplace_back(1, c);
-    while (parts.size() > 1) {
-      int64_t best = -1;
-      size_t at = 0;
-      for (size_t i = 0; i + 1 < parts.size(); ++i) {
-        const int64_t r = rank(parts[i], parts[i + 1]);
-        if (r >= 0 && (best < 0 || r < best)) best = r, at = i;
-      }
-      if (best < 0) break;
-      parts[at] += parts[at + 1];
-      parts.erase(parts.begin() + at + 1);
-    }
     std::vector<int64_t> result;
-    for (const auto& part : parts) {
+    for (const std::string& part : merge_parts(piece)) {
       auto it = id_of_bytes.find(part);
       ALTO_CHECK_AS(IoError, it != id_of_bytes.end(), source, ": BPE produced '",
                     alphabet().to_token(part), "', which is not in the vocabulary");
