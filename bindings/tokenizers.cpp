@@ -27,16 +27,24 @@ models::WhisperSpecialTokens whisper(const BpeTokenizer& t) {
 namespace {
 
 /// Token ids given as a list of ints or a 1-D integer tensor / array.
-std::vector<int64_t> ids_of(const py::object& ids) {
+/// Ids to decode, each in [0, vocab_size) as `alto tokenize --decode` requires (an unknown id
+/// would otherwise vanish from the text without a word).
+std::vector<int64_t> ids_of(const py::object& ids, int64_t vocab_size) {
+  std::vector<int64_t> out;
   if (THPVariable_Check(ids.ptr()) || py::isinstance<py::array>(ids)) {
     const torch::Tensor t = integral(py::cast<TensorArg>(ids).tensor, "ids", 1).contiguous().cpu();
-    return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    out.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+  } else {
+    try {
+      out = py::cast<std::vector<int64_t>>(ids);
+    } catch (const py::cast_error&) {
+      throw InvalidArgument("ids must be a list of ints or a 1-D integer tensor");
+    }
   }
-  try {
-    return py::cast<std::vector<int64_t>>(ids);
-  } catch (const py::cast_error&) {
-    throw InvalidArgument("ids must be a list of ints or a 1-D integer tensor");
-  }
+  for (size_t i = 0; i < out.size(); ++i)
+    ALTO_CHECK(out[i] >= 0 && out[i] < vocab_size, "ids[", i, "] = ", out[i],
+               " is outside the vocabulary [0, ", vocab_size, ")");
+  return out;
 }
 
 }  // namespace
@@ -79,7 +87,7 @@ vocab.json + merges.txt, .tiktoken, Mistral's tekken.json). Immutable; safe to s
       .def(
           "decode",
           [](const TextTokenizer& t, const py::object& ids, bool skip_special_tokens) {
-            const std::vector<int64_t> list = ids_of(ids);
+            const std::vector<int64_t> list = ids_of(ids, t.vocab_size());
             py::gil_scoped_release release;
             return t.decode(list, skip_special_tokens);
           },
@@ -122,7 +130,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
             tokenizers::BpeDecodeOptions o;
             o.skip_special_tokens = skip_special_tokens;
             o.with_timestamps = with_timestamps;
-            const std::vector<int64_t> list = ids_of(ids);
+            const std::vector<int64_t> list = ids_of(ids, t.vocab_size());
             py::gil_scoped_release release;
             return t.decode(list, o);
           },
@@ -132,7 +140,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
       .def(
           "decode_openai",
           [](const BpeTokenizer& t, const py::object& ids, bool with_timestamps) {
-            const std::vector<int64_t> list = ids_of(ids);
+            const std::vector<int64_t> list = ids_of(ids, t.vocab_size());
             py::gil_scoped_release release;
             return t.decode_openai(list, with_timestamps);
           },
@@ -142,7 +150,7 @@ openai-whisper's Tokenizer.decode). Immutable; safe to share between threads::
           "offsets",
           [](const BpeTokenizer& t, const py::object& ids) {
             py::list out;
-            for (const tokenizers::BpeOffset& o : t.offsets(ids_of(ids))) {
+            for (const tokenizers::BpeOffset& o : t.offsets(ids_of(ids, t.vocab_size()))) {
               py::dict d;
               d["text"] = o.text;
               d["timestamp"] = py::make_tuple(o.start, o.end);

@@ -117,18 +117,30 @@ SafetensorsTensorInfo parse_entry(const std::string& path, const std::string& na
   return info;
 }
 
-void check_no_overlap(const std::string& path, const std::vector<SafetensorsTensorInfo>& infos) {
+/// The tensors tile the data section exactly, as the safetensors format requires: sorted by
+/// offset, each begins where the one before ends, the first at 0 and the last at its end. An
+/// overlap would alias two tensors, a gap or trailing bytes hide data no tensor accounts for.
+void check_layout(const std::string& path, const std::vector<SafetensorsTensorInfo>& infos,
+                  uint64_t data_bytes) {
   std::vector<const SafetensorsTensorInfo*> sorted;
   for (const auto& info : infos)
     if (info.begin < info.end) sorted.push_back(&info);  // empty tensors occupy no bytes
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return a->begin < b->begin; });
-  for (size_t k = 1; k < sorted.size(); ++k) {
-    const auto& a = *sorted[k - 1];
+  uint64_t covered = 0;
+  for (size_t k = 0; k < sorted.size(); ++k) {
     const auto& b = *sorted[k];
-    ALTO_CHECK_AS(IoError, b.begin >= a.end, path, ": tensors '", a.name, "' [", a.begin, ", ",
-                  a.end, "] and '", b.name, "' [", b.begin, ", ", b.end, "] overlap");
+    if (k > 0) {
+      const auto& a = *sorted[k - 1];
+      ALTO_CHECK_AS(IoError, b.begin >= a.end, path, ": tensors '", a.name, "' [", a.begin, ", ",
+                    a.end, "] and '", b.name, "' [", b.begin, ", ", b.end, "] overlap");
+    }
+    ALTO_CHECK_AS(IoError, b.begin == covered, path, ": bytes [", covered, ", ", b.begin,
+                  ") of the data section belong to no tensor (a gap before '", b.name, "')");
+    covered = b.end;
   }
+  ALTO_CHECK_AS(IoError, covered == data_bytes, path, ": ", data_bytes - covered,
+                " bytes after the last tensor's data belong to no tensor");
 }
 
 /// Closes on destruction.
@@ -238,11 +250,22 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
 
   Json header;
   const char* header_text = reinterpret_cast<const char*>(mapping_->bytes) + 8;
+  // nlohmann keeps the last of two equal keys; a tensor named twice is refused instead.
+  std::set<std::string> names;
+  std::string duplicate;
+  const Json::parser_callback_t no_duplicates = [&](int depth, Json::parse_event_t event,
+                                                    Json& parsed) {
+    if (depth == 1 && event == Json::parse_event_t::key &&
+        !names.insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
   try {
-    header = Json::parse(header_text, header_text + header_bytes);
+    header = Json::parse(header_text, header_text + header_bytes, no_duplicates);
   } catch (const Json::parse_error& e) {
     throw IoError(detail::concat(path, ": header is not valid JSON: ", e.what()));
   }
+  ALTO_CHECK_AS(IoError, duplicate.empty(), path, ": the header names '", duplicate, "' twice");
   ALTO_CHECK_AS(IoError, header.is_object(), path, ": header must be a JSON object, got ",
                 describe(header));
 
@@ -260,7 +283,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     infos_.push_back(parse_entry(path, key, value, size - data_start_));
     index_[key] = infos_.size() - 1;
   }
-  check_no_overlap(path, infos_);
+  check_layout(path, infos_, size - data_start_);
 }
 
 std::vector<std::string> SafetensorsFile::names() const {

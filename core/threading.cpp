@@ -22,7 +22,9 @@ thread_local bool t_in_parallel_region = false;
 }  // namespace
 
 void set_num_threads(int threads) {
-  ALTO_CHECK(threads >= 1, "threads must be >= 1, got ", threads);
+  ALTO_CHECK(threads >= 1 && threads <= max_num_threads(), "threads must be in [1, ",
+             max_num_threads(), "] (4 per core of this machine's ", default_num_threads(),
+             ", at least 64), got ", threads);
   g_threads = threads;
   at::set_num_threads(threads);
   set_blas_num_threads(threads);
@@ -37,6 +39,8 @@ int default_num_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? static_cast<int>(n) : 1;
 }
+
+int max_num_threads() { return std::max(64, 4 * default_num_threads()); }
 
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn) {

@@ -6,12 +6,15 @@
 
 namespace alto {
 
-/// Sets the thread count (>= 1). Debian's libtorch starts with one intra-op thread, so alto's
-/// entry points (the CLI's --threads, the Python module) call this explicitly.
+/// Sets the thread count, 1 ..= max_num_threads(). Debian's libtorch starts with one intra-op
+/// thread, so alto's entry points (the CLI's --threads, the Python module) call this explicitly.
 void set_num_threads(int threads);
 int num_threads();
 /// All cores of this machine.
 int default_num_threads();
+/// The most threads set_num_threads takes: 4 per core, at least 64. More only oversubscribe the
+/// cores, and thousands make libtorch's and the BLAS's pools take minutes to start.
+int max_num_threads();
 
 /// Runs fn(chunk_begin, chunk_end) over [begin, end) split into at most num_threads() chunks of
 /// at least `grain` items, on std::threads (the caller runs one chunk). alto uses this rather than

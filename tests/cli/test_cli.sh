@@ -58,6 +58,7 @@ expect_error "sample-rate" "$alto" convert "$data/stereo44k.mp3" "$tmp/x.wav" --
 expect_error "FLAC" "$alto" convert "$data/stereo44k.mp3" "$tmp/x.flac" --bits 32f
 expect_error "bits" "$alto" convert "$data/stereo44k.mp3" "$tmp/x.wav" --bits 12
 expect_error "threads" "$alto" --threads 0 info "$data/stereo44k.mp3"
+expect_error "threads must be in \[1, " "$alto" --threads 5000 info "$data/stereo44k.mp3"
 expect_error "subcommand" "$alto" nosuchcommand
 
 if [ $failures -eq 0 ]; then echo "cli: all checks passed"; else echo "cli: $failures failed"; exit 1; fi

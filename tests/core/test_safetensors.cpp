@@ -222,6 +222,19 @@ TEST_CASE("hostile headers are IoErrors naming the file", "[core][safetensors]")
                             R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
                             12),
                  "overlap");
+  // The data section is tiled exactly: no tensor named twice, no gap, nothing after the last.
+  check_io_error(write_file("duplicate.safetensors",
+                            R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("t":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                            8),
+                 "names 't' twice");
+  check_io_error(write_file("gap.safetensors",
+                            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                            R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                            12),
+                 "bytes [4, 8) of the data section belong to no tensor");
+  check_io_error(write_file("trailing.safetensors", good, 12),
+                 "4 bytes after the last tensor's data");
   check_io_error(write_file("out_of_bounds.safetensors",
                             R"({"t":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 8),
                  "past the end of the data");

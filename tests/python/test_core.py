@@ -90,6 +90,9 @@ def test_threads_setting():
     alto.set_num_threads(n)
     with pytest.raises(alto.Error):
         alto.set_num_threads(0)
+    with pytest.raises(alto.Error, match="got 1000000"):  # it hung starting the pools
+        alto.set_num_threads(1000000)
+    assert alto.num_threads() == n
 
 
 def test_activation_cache():

@@ -51,6 +51,11 @@ def test_errors(tokenizer, tmp_path):
         tokenizer.decode("not ids")
     with pytest.raises(alto.InvalidArgument, match="integer"):
         tokenizer.decode(torch.zeros(3))
+    # An id outside the vocabulary is an error (it used to vanish, giving '').
+    for decode in (tokenizer.decode, tokenizer.decode_openai,
+                   lambda ids: alto.tokenizers.TextTokenizer.decode(tokenizer, ids)):
+        with pytest.raises(alto.InvalidArgument, match=r"ids\[1\] = 999999 is outside"):
+            decode([50, 999999])
 
 
 def test_concurrent_use(tokenizer):
