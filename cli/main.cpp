@@ -4,7 +4,9 @@
 #include <exception>
 #include <iostream>
 
+#include "alto/audio/versions.h"
 #include "alto/core/error.h"
+#include "alto/core/system_info.h"
 #include "alto/core/threading.h"
 #include "commands.h"
 
@@ -15,6 +17,13 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Threads for alto and libtorch (default: all cores)")
       ->check(CLI::PositiveNumber);
   app.parse_complete_callback([&] { alto::set_num_threads(threads); });
+  app.set_version_flag("--version", [] {
+    const alto::BlasInfo blas = alto::blas_info();
+    return "alto " + alto::version() + "\nlibtorch " + alto::torch_version() + "\n" +
+           alto::audio::library_versions() + "\nBLAS: " + blas.library +
+           (blas.config.empty() ? "" : " (" + blas.config + ")") +
+           (blas.core.empty() ? "" : ", core " + blas.core) + "\nCPU: " + blas.cpu.to_string();
+  });
   alto::cli::add_info_command(app);
   alto::cli::add_convert_command(app);
   alto::cli::add_features_command(app);

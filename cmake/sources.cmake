@@ -11,6 +11,7 @@ set(ALTO_AUDIO_SOURCES
   ${ALTO_ROOT}/audio/resample.cpp
   ${ALTO_ROOT}/audio/save.cpp
   ${ALTO_ROOT}/audio/stream_reader.cpp
+  ${ALTO_ROOT}/audio/versions.cpp
   ${ALTO_ROOT}/audio/internal/ffmpeg_decoder.cpp
   ${ALTO_ROOT}/audio/internal/ffmpeg_util.cpp
   ${ALTO_ROOT}/audio/internal/sndfile_decoder.cpp)
@@ -28,7 +29,8 @@ set(ALTO_CORE_SOURCES
   ${ALTO_ROOT}/core/checkpoint.cpp
   ${ALTO_ROOT}/core/options.cpp
   ${ALTO_ROOT}/core/safetensors.cpp
-  ${ALTO_ROOT}/core/threading.cpp)
+  ${ALTO_ROOT}/core/threading.cpp
+  ${ALTO_ROOT}/core/version.cpp)
 set(ALTO_AUDIO_TORCH_SOURCES
   ${ALTO_ROOT}/audio/audio_tensor.cpp)
 set(ALTO_FEATURES_SOURCES

@@ -47,4 +47,9 @@ struct BlasInfo {
 /// A fresh reading of the BLAS (core and threads now) with the load-time decision.
 BlasInfo blas_info();
 
+/// alto's version ("0.1.0").
+std::string version();
+/// The libtorch alto runs on: "1.13.0 (CPU)", or "2.11.0 (CUDA, 1 device)".
+std::string torch_version();
+
 }  // namespace alto

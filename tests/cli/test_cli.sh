@@ -20,6 +20,11 @@ expect_error() {
 }
 
 "$alto" --help >/dev/null || fail "alto --help"
+# --version: alto's, libtorch's, FFmpeg's and libsndfile's versions and the BLAS in use.
+"$alto" --version >"$tmp/version" || fail "alto --version"
+for want in "^alto [0-9]" "^libtorch [0-9]" "^FFmpeg .*libavformat .*libsndfile" "^BLAS: " "^CPU: "; do
+  grep -q -- "$want" "$tmp/version" || fail "alto --version lacks '$want': $(cat "$tmp/version")"
+done
 "$alto" info --help | grep -q -- "--json" || fail "alto info --help"
 "$alto" convert --help | grep -q -- "--sample-rate" || fail "alto convert --help"
 
