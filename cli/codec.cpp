@@ -37,11 +37,6 @@ struct CodecArgs {
   }
 };
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Samples streamed per step: about 80 ms, a whole number of frames.
 int64_t stream_chunk(const AudioTokenizer& codec) {
   const int64_t frames = std::max<int64_t>(1, codec.sample_rate() * 2 / 25 / codec.hop_length());

@@ -9,6 +9,11 @@
 
 namespace alto::cli {
 
+/// Whether `s` ends with `tail` (an output's extension: ".wav", ".safetensors").
+inline bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 void add_info_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_features_command(CLI::App& app);

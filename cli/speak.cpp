@@ -40,10 +40,6 @@ struct SpeakArgs {
   bool json = false;
 };
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // --context FILE:TEXT (split at the first ':') -> a turn by `speaker` carrying that clip.
 ChatMessage context_turn(const std::string& spec, const std::string& speaker, const Csm& model) {
   const size_t colon = spec.find(':');

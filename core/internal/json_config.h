@@ -68,6 +68,20 @@ class JsonConfig {
     return out;
   }
 
+  /// The model_type of folder `dir`'s config.json; "" when it has none, or an unreadable one
+  /// (for recognizes(): a folder that is not this model's is no error).
+  static std::string model_type_in(const std::string& dir) {
+    const std::filesystem::path file = std::filesystem::path(dir) / "config.json";
+    if (!std::filesystem::is_regular_file(file)) return "";
+    try {
+      std::string model_type;
+      load(file.string()).read("model_type", model_type);
+      return model_type;
+    } catch (const Error&) {
+      return "";
+    }
+  }
+
   const std::string& path() const { return path_; }
   /// "file: key" with the nesting of a sub-config ("config.json: text_config.vocab_size").
   std::string where(const char* key) const { return path_ + ": " + prefix_ + key; }

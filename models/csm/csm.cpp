@@ -152,15 +152,7 @@ struct Csm::Impl {
 };
 
 bool Csm::recognizes(const std::string& dir) {
-  const fs::path file = fs::path(dir) / "config.json";
-  if (!fs::is_regular_file(file)) return false;
-  try {
-    std::string type;
-    detail::JsonConfig::load(file.string()).read("model_type", type);
-    return type == "csm";
-  } catch (const Error&) {
-    return false;
-  }
+  return detail::JsonConfig::model_type_in(dir) == "csm";
 }
 
 std::shared_ptr<const Csm> Csm::from_pretrained(const std::string& dir,

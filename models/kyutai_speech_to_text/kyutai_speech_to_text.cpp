@@ -334,14 +334,7 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
 }
 
 bool KyutaiSpeechToText::recognizes(const std::string& dir) {
-  if (!fs::exists(fs::path(dir) / "config.json")) return false;
-  try {
-    std::string model_type;
-    detail::JsonConfig::load((fs::path(dir) / "config.json").string()).read("model_type", model_type);
-    return model_type == "kyutai_speech_to_text";
-  } catch (const Error&) {
-    return false;
-  }
+  return detail::JsonConfig::model_type_in(dir) == "kyutai_speech_to_text";
 }
 
 const KyutaiSpeechToTextConfig& KyutaiSpeechToText::config() const { return impl_->config; }

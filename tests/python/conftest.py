@@ -19,6 +19,19 @@ def samples():
     return SAMPLES
 
 
+def golden_model(name):
+    """tests/data/models/<name>: (folder, io.safetensors' tensors, its metadata, the absolute
+    tolerance of every tensor, 0 for the exact ones)."""
+    import json
+
+    import alto
+
+    folder = DATA / "models" / name
+    tensors, metadata = alto.load_safetensors(str(folder / "io.safetensors"), return_metadata=True)
+    atol = {k: (0.0 if v == "exact" else v) for k, v in json.loads(metadata["tolerances_abs"]).items()}
+    return folder, tensors, metadata, atol
+
+
 def max_abs(a, b):
     return (a.double() - b.double()).abs().max().item()
 

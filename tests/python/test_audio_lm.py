@@ -8,19 +8,12 @@ import torch
 
 import alto
 
-from conftest import max_abs, run_concurrently
-
-
-def golden(data, name):
-    folder = data / "models" / name
-    tensors, metadata = alto.load_safetensors(str(folder / "io.safetensors"), return_metadata=True)
-    atol = {k: (0.0 if v == "exact" else v) for k, v in json.loads(metadata["tolerances_abs"]).items()}
-    return folder, tensors, metadata, atol
+from conftest import golden_model, max_abs, run_concurrently
 
 
 @pytest.fixture(scope="module")
-def qwen(data):
-    return golden(data, "qwen2-audio-tiny-random")
+def qwen():
+    return golden_model("qwen2-audio-tiny-random")
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +128,7 @@ def test_tokenizer_and_registry(qwen_model):
 
 
 def test_voxtral_from_features(data):
-    folder, io, _, atol = golden(data, "voxtral-tiny-random")
+    folder, io, _, atol = golden_model("voxtral-tiny-random")
     model = alto.models.AudioLanguageModel.from_pretrained(str(folder))
     assert model.model_type == "voxtral"
     inputs = {k: io[k] for k in ("input_ids", "attention_mask", "input_features")}

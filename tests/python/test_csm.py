@@ -3,21 +3,17 @@ logits with the backbone's named intermediates, greedy generation (codes, per-st
 depth-decoder logits, audio) with and without a context clip, audio handed out per frame, and
 errors that name the cause."""
 
-import json
-
 import pytest
 import torch
 
 import alto
 
-from conftest import max_abs
+from conftest import golden_model, max_abs
 
 
 @pytest.fixture(scope="module")
-def golden(data):
-    folder = data / "models" / "csm-tiny-random"
-    tensors, metadata = alto.load_safetensors(str(folder / "io.safetensors"), return_metadata=True)
-    atol = {k: (0.0 if v == "exact" else v) for k, v in json.loads(metadata["tolerances_abs"]).items()}
+def golden():
+    folder, tensors, _, atol = golden_model("csm-tiny-random")
     return folder, tensors, atol
 
 

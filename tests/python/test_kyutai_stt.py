@@ -2,21 +2,17 @@
 5.17's Kyutai STT golden folder: processor, Mimi codes, embeddings, teacher-forced logits with
 named intermediates, the decoder stepped on the codes generate fed it; streams equal offline."""
 
-import json
-
 import pytest
 import torch
 
 import alto
 
-from conftest import max_abs
+from conftest import golden_model, max_abs
 
 
 @pytest.fixture(scope="module")
-def golden(data):
-    folder = data / "models" / "kyutai-stt-tiny-random"
-    tensors, metadata = alto.load_safetensors(str(folder / "io.safetensors"), return_metadata=True)
-    atol = {k: (0.0 if v == "exact" else v) for k, v in json.loads(metadata["tolerances_abs"]).items()}
+def golden():
+    folder, tensors, _, atol = golden_model("kyutai-stt-tiny-random")
     return folder, tensors, atol
 
 
