@@ -44,9 +44,11 @@ PlanPair plans_for(int n) {
   AlignedBuffer<float> real(n);
   AlignedBuffer<std::complex<float>> complex(n / 2 + 1);
   auto* c = reinterpret_cast<fftwf_complex*>(complex.data());
-  // FFTW_MEASURE costs milliseconds once per size and makes every later transform faster.
-  PlanPair plans{fftwf_plan_dft_r2c_1d(n, real.data(), c, FFTW_MEASURE),
-                 fftwf_plan_dft_c2r_1d(n, c, real.data(), FFTW_MEASURE)};
+  // FFTW_ESTIMATE, not FFTW_MEASURE: a measured plan is picked by timing, so two processes (two
+  // corpus workers, a rerun) could pick different algorithms and round differently; features
+  // must be the same bits in every process.
+  PlanPair plans{fftwf_plan_dft_r2c_1d(n, real.data(), c, FFTW_ESTIMATE),
+                 fftwf_plan_dft_c2r_1d(n, c, real.data(), FFTW_ESTIMATE)};
   ALTO_CHECK_AS(Error, plans.forward != nullptr && plans.inverse != nullptr,
                 "FFTW could not plan a real FFT of size ", n);
   cache.emplace(n, plans);
