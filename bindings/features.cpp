@@ -222,6 +222,17 @@ the extractor's (resample first otherwise). ``padding``: None (the extractor's d
       py::arg("name"),
       "Builds a registered extractor by name (\"kaldi-fbank\", \"mel\", ...) from keyword "
       "options: ``alto.features.create(\"mel\", sample_rate=22050, n_mels=80)``.");
+  m.def(
+      "create_from_text",
+      [](const std::string& name, const std::map<std::string, std::string>& options) {
+        const FeatureExtractorEntry& entry = feature_extractors().at(name, "create_from_text");
+        return std::const_pointer_cast<FeatureExtractor>(
+            entry.create(option_values_from_text(entry, options)));
+      },
+      py::arg("name"), py::arg("options"),
+      "Builds a registered extractor from option text as ``alto features`` reads its flags: "
+      "{\"n-mels\" or \"n_mels\" or an alias: \"80\"}, \"\" setting a boolean. "
+      "``alto.features.create_from_text(\"mel\", {\"n-mels\": \"80\", \"f-max\": \"None\"})``.");
 
   py::class_<KaldiFbank, FeatureExtractor, std::shared_ptr<KaldiFbank>> kaldi_fbank(
       m, "KaldiFbank",

@@ -1,5 +1,5 @@
-// models/: Whisper (encode with named intermediates, cached decode, generate, transcribe); the
-// audio LMs are in audio_language_model.cpp.
+// models/: Whisper (encode with named intermediates, cached decode, generate, transcribe) and
+// the AudioEncoder registry; the audio LMs are in audio_language_model.cpp.
 
 #include <map>
 #include <memory>
@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "alto/core/checkpoint.h"
+#include "alto/core/error.h"
 #include "alto/features/feature_extractor.h"
 #include "alto/features/whisper_feature_extractor.h"
+#include "alto/models/audio_encoder.h"
 #include "alto/models/whisper/decoding.h"
 #include "alto/models/whisper/transcriber.h"
 #include "alto/models/whisper/whisper.h"
@@ -395,6 +397,57 @@ tokenizer: a folder or .tiktoken file; "" reads the model folder's. Returns {"te
         return "Whisper(" + w.model().config().to_string() + ", " +
                w.model().load_options().to_string() + ")";
       });
+
+  using models::AudioEncoder;
+  py::class_<AudioEncoder, std::shared_ptr<AudioEncoder>>(
+      m, "AudioEncoder",
+      R"doc(Any registered audio encoder (Whisper's today), loaded by config.json's model_type:
+audio -> its features -> the encoder's last hidden state, what ``alto embed`` writes::
+
+    enc = alto.models.AudioEncoder.from_pretrained("whisper-tiny")
+    wave, rate = alto.load_audio("speech.wav", sample_rate=enc.sampling_rate, mono=True)
+    out = enc.embed(wave[0])   # {"input_features", "last_hidden_state" [1, frames, hidden]})doc")
+      .def_static(
+          "from_pretrained",
+          [](const std::string& dir, const std::string& device, const std::string& dtype) {
+            const auto options = LoadOptions::parse(device, dtype);
+            py::gil_scoped_release release;
+            return std::const_pointer_cast<AudioEncoder>(AudioEncoder::from_pretrained(dir, options));
+          },
+          py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
+          "Loads the encoder config.json's model_type names. Raises alto.Unsupported for an "
+          "unknown model_type and alto.Error naming what is missing or inconsistent.")
+      .def_static(
+          "model_types", [] { return registry_descriptions(models::audio_encoders()); },
+          "The registered encoders: {model_type: description}.")
+      .def_property_readonly(
+          "sampling_rate",
+          [](const AudioEncoder& e) { return e.feature_extractor().sampling_rate(); },
+          "The rate embed() takes.")
+      .def_property_readonly("max_seconds", &AudioEncoder::max_seconds,
+                             "Seconds one call encodes at most; longer audio is cut there.")
+      .def(
+          "embed",
+          [](const AudioEncoder& e, const TensorArg& wave) {
+            torch::Tensor x = floating(wave.tensor, "AudioEncoder.embed: wave", 1, 2);
+            if (x.dim() == 2) {
+              ALTO_CHECK(x.size(0) == 1, "AudioEncoder.embed: expected mono audio [samples], got "
+                         "shape ", x.sizes(), " (load with mono=True)");
+              x = x[0];
+            }
+            models::AudioEmbedding out;
+            {
+              py::gil_scoped_release release;
+              out = e.embed(x);
+            }
+            py::dict d;
+            d["input_features"] = out.input_features;
+            d["last_hidden_state"] = out.last_hidden_state;
+            return d;
+          },
+          py::arg("wave"),
+          "wave: mono [samples] (or [1, samples]) at sampling_rate -> {\"input_features\", "
+          "\"last_hidden_state\" float32 [1, frames, hidden]}, equal to ``alto embed``.");
 }
 
 }  // namespace alto::python

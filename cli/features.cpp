@@ -76,37 +76,10 @@ std::string flag_of(const std::string& field_name) {
   return flag;
 }
 
-/// The extractor's option values from the flags given; a flag that is not one of its options
-/// is an error naming the flag and the extractor's options.
-OptionValues option_values(const FeatureExtractorEntry& entry, const FeaturesArgs& a) {
-  OptionValues values;
-  for (const auto& [flag, option] : a.option_flags) {
-    const auto text = a.given.find(flag);
-    if (text == a.given.end()) continue;
-    const OptionField* field = nullptr;
-    for (const auto& f : entry.fields) {
-      if (flag_of(f.name) == flag) field = &f;
-      for (const auto& alias : f.aliases)
-        if (alias == flag) field = &f;
-    }
-    if (!field) {
-      std::string known;
-      for (const auto& f : entry.fields) known += (known.empty() ? "--" : ", --") + flag_of(f.name);
-      throw InvalidArgument("--" + flag + " is not an option of the " + entry.name +
-                            " extractor (its options: " + known + ")");
-    }
-    ALTO_CHECK(!text->second.empty() || field->kind == OptionKind::kBool, "--", flag,
-               " needs a value");
-    values[field->name] =
-        parse_option_text(*field, text->second.empty() ? "true" : text->second, "--" + flag);
-  }
-  return values;
-}
-
 std::shared_ptr<const FeatureExtractor> make_extractor(const FeaturesArgs& a) {
   if (!a.config.empty()) return FeatureExtractor::from_pretrained(a.config);
   const FeatureExtractorEntry& entry = feature_extractors().at(a.extractor, "--extractor");
-  return entry.create(option_values(entry, a));
+  return entry.create(option_values_from_text(entry, a.given));
 }
 
 void run_features(const FeaturesArgs& a) {

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -43,6 +44,35 @@ const ChoiceNames<PaddingSide>& padding_side_names() {
 
 const Registry<FeatureExtractorEntry>& feature_extractors() {
   return Registry<FeatureExtractorEntry>::instance();
+}
+
+OptionValues option_values_from_text(const FeatureExtractorEntry& entry,
+                                     const std::map<std::string, std::string>& texts,
+                                     const std::string& prefix) {
+  const auto flag_of = [](std::string name) {
+    std::replace(name.begin(), name.end(), '_', '-');
+    return name;
+  };
+  OptionValues values;
+  for (const auto& [name, text] : texts) {
+    const std::string flag = flag_of(name);
+    const OptionField* field = nullptr;
+    for (const auto& f : entry.fields) {
+      if (flag_of(f.name) == flag) field = &f;
+      for (const auto& alias : f.aliases)
+        if (alias == flag) field = &f;
+    }
+    if (!field) {
+      std::string known;
+      for (const auto& f : entry.fields)
+        known += (known.empty() ? prefix : ", " + prefix) + flag_of(f.name);
+      throw InvalidArgument(prefix + name + " is not an option of the " + entry.name +
+                            " extractor (its options: " + known + ")");
+    }
+    ALTO_CHECK(!text.empty() || field->kind == OptionKind::kBool, prefix, name, " needs a value");
+    values[field->name] = parse_option_text(*field, text.empty() ? "true" : text, prefix + name);
+  }
+  return values;
 }
 
 std::shared_ptr<const FeatureExtractor> FeatureExtractor::from_pretrained(

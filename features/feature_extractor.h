@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -93,6 +94,13 @@ struct FeatureExtractorEntry {
 
 /// Every registered extractor, keyed by name.
 const Registry<FeatureExtractorEntry>& feature_extractors();
+
+/// Option values from command-line text, {name: text}: a name is a field's name, its flag
+/// spelling (dashes for underscores) or an alias, and "" sets a boolean field. Errors name
+/// `prefix` + the name ("--n-mels") and list the extractor's options.
+OptionValues option_values_from_text(const FeatureExtractorEntry& entry,
+                                     const std::map<std::string, std::string>& texts,
+                                     const std::string& prefix = "--");
 
 /// The entry of an extractor class with `Extractor::Options` and `Options::schema()`; registered
 /// in the extractor's own source file:

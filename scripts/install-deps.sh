@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev
   python3-torch python3-torchaudio python3-numpy python3-scipy
   python3-pytest python3-regex python3-sentencepiece
+  python3-dask python3-distributed python3-psutil
 )
 
 missing=()

@@ -4,6 +4,7 @@ from typing import Iterator, Mapping, Optional, Tuple, Union, overload, Literal
 import numpy
 import torch
 
+from . import datasets as datasets
 from . import features as features
 from . import models as models
 from . import tokenizers as tokenizers

@@ -1,5 +1,5 @@
 """alto.features: extractors equal to transformers' and torchaudio's."""
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy
 import torch
@@ -212,6 +212,8 @@ def extractors() -> dict[str, dict[str, Any]]:
     """The registered extractors: {name: {transformers_type, description, options}}."""
 def create(name: str, **options: Any) -> FeatureExtractor:
     """A registered extractor by name, built from keyword options."""
+def create_from_text(name: str, options: Mapping[str, str]) -> FeatureExtractor:
+    """A registered extractor from option text as `alto features` reads its flags."""
 def mel_filter_bank(
     *,
     num_frequency_bins: int = 201,

@@ -92,6 +92,19 @@ class Whisper:
     ) -> dict[str, Any]:
         """{"text", "language", "segments": [{"start", "end", "text", "tokens", ...}]}."""
 
+class AudioEncoder:
+    """Any registered audio encoder (Whisper's), loaded by config.json's model_type."""
+    @staticmethod
+    def from_pretrained(dir: str, device: str = "cpu", dtype: str = "float32") -> "AudioEncoder": ...
+    @staticmethod
+    def model_types() -> dict[str, str]: ...
+    @property
+    def sampling_rate(self) -> int: ...
+    @property
+    def max_seconds(self) -> float: ...
+    def embed(self, wave: TensorLike) -> dict[str, torch.Tensor]:
+        """{"input_features", "last_hidden_state" [1, frames, hidden]}, equal to `alto embed`."""
+
 Conversation = Sequence[dict[str, Any]]
 """[{"role", "content": str | [{"type": "text", "text"} | {"type": "audio", "audio" | "path"}]}]"""
 

@@ -4,13 +4,14 @@ import inspect
 import pathlib
 
 import alto
+import alto.datasets
 import alto.features
 import alto.models
 import alto.tokenizers
 
 STUBS = pathlib.Path(__file__).resolve().parents[2] / "bindings" / "alto-stubs"
-MODULES = {"__init__": alto, "features": alto.features, "models": alto.models,
-           "tokenizers": alto.tokenizers}
+MODULES = {"__init__": alto, "datasets": alto.datasets, "features": alto.features,
+           "models": alto.models, "tokenizers": alto.tokenizers}
 # Bound only when the library has the codecs (tokenizers/audio_tokenizer.cpp).
 OPTIONAL = {"AudioTokenizer", "AudioTokenizerStream"}
 
