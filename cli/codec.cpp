@@ -103,6 +103,11 @@ void run_decode(const CodecArgs& a) {
   const auto codec = a.load();
   const SafetensorsFile file(a.input);
   ALTO_CHECK(file.contains("codes"), a.input, ": no tensor 'codes' (write it with alto encode)");
+  // Codes are indices into one model's codebooks: another codec's decode them into noise.
+  if (auto it = file.metadata().find("model_type"); it != file.metadata().end())
+    ALTO_CHECK(it->second == codec->model_type(), a.input, " holds codes of a ", it->second,
+               " model; --model ", a.model, " is ", codec->model_type(),
+               " (decode with the model that encoded them)");
   AudioCodes codes;
   codes.codes = file.tensor("codes");
   ALTO_CHECK(codes.codes.scalar_type() == torch::kInt64, a.input,

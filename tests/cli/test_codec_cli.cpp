@@ -105,6 +105,13 @@ TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]"
                      " -o " + out,
                  1),
              Contains("[chunks, batch, K, frames]"));
+  // Another codec's codes (issue 20: DAC codes were decoded by Mimi without a word).
+  const std::string dac_codes = alto::test::temp_path("dac-codes.safetensors");
+  alto::save_safetensors(dac_codes, {{"codes", torch::zeros({1, 1, 3, 5}, torch::kInt64)}},
+                         {{"model_type", "dac"}});
+  CHECK_THAT(run("decode" + model + dac_codes + " -o " + out, 1),
+             Contains("holds codes of a dac model; --model " + golden.dir() +
+                      " is encodec (decode with the model that encoded them)"));
 }
 
 TEST_CASE("alto encode / decode reproduce the golden Mimi outputs", "[cli][codec][mimi]") {
