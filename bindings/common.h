@@ -34,6 +34,9 @@ torch::Tensor floating(const torch::Tensor& tensor, const std::string& what);
 /// The same, also requiring one of the ranks in [min_rank, max_rank].
 torch::Tensor floating(const torch::Tensor& tensor, const std::string& what, int64_t min_rank,
                        int64_t max_rank);
+/// Argument `wave` of `caller` ("Whisper.transcribe") as mono samples [samples]: floating point,
+/// [samples] or [1, samples]; errors name the caller and say to load with mono=True.
+torch::Tensor mono_wave(const torch::Tensor& wave, const std::string& caller);
 /// alto::InvalidArgument naming `what` and the first NaN/Inf position unless all are finite.
 void check_finite(const torch::Tensor& tensor, const std::string& what);
 /// An integer tensor (codes, token ids) as int64; else alto::InvalidArgument naming `what`.

@@ -97,6 +97,16 @@ torch::Tensor floating(const torch::Tensor& tensor, const std::string& what, int
   return tensor;
 }
 
+torch::Tensor mono_wave(const torch::Tensor& wave, const std::string& caller) {
+  torch::Tensor x = floating(wave, caller + ": wave", 1, 2);
+  if (x.dim() == 2) {
+    ALTO_CHECK(x.size(0) == 1, caller, ": expected mono audio [samples], got shape ", x.sizes(),
+               " (load with mono=True)");
+    x = x[0];
+  }
+  return x;
+}
+
 void check_finite(const torch::Tensor& tensor, const std::string& what) {
   const torch::Tensor bad = torch::logical_not(torch::isfinite(tensor)).flatten().nonzero();
   ALTO_CHECK(bad.numel() == 0, what, ": contains NaN or Inf (first at flat index ",

@@ -349,14 +349,7 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
              std::optional<double> compression_ratio_threshold,
              std::optional<double> logprob_threshold, std::optional<double> no_speech_threshold,
              bool condition_on_previous_text, const std::string& initial_prompt) {
-            torch::Tensor x = floating(wave.tensor, "Whisper.transcribe: wave", 1, 2);
-            if (x.dim() == 2) {
-              ALTO_CHECK(x.size(0) == 1,
-                         "Whisper.transcribe: expected mono audio [samples], got "
-                         "shape ",
-                         x.sizes(), " (load with mono=True)");
-              x = x[0];
-            }
+            const torch::Tensor x = mono_wave(wave.tensor, "Whisper.transcribe");
             models::WhisperTranscribeOptions o;
             o.decoding = decoding_options(language, task, timestamps, beam_size, 1.0, std::nullopt,
                                           0.0, 5, 0, 0, {}, true, true);
@@ -429,12 +422,7 @@ audio -> its features -> the encoder's last hidden state, what ``alto embed`` wr
       .def(
           "embed",
           [](const AudioEncoder& e, const TensorArg& wave) {
-            torch::Tensor x = floating(wave.tensor, "AudioEncoder.embed: wave", 1, 2);
-            if (x.dim() == 2) {
-              ALTO_CHECK(x.size(0) == 1, "AudioEncoder.embed: expected mono audio [samples], got "
-                         "shape ", x.sizes(), " (load with mono=True)");
-              x = x[0];
-            }
+            const torch::Tensor x = mono_wave(wave.tensor, "AudioEncoder.embed");
             models::AudioEmbedding out;
             {
               py::gil_scoped_release release;

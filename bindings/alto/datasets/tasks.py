@@ -6,6 +6,7 @@ of `alto encode`, `features` the tensors of `alto features`, `embed` the last hi
 `alto embed` (or, for an audio LM, its projected audio embeddings), `transcribe` the text of
 `alto transcribe`.
 """
+import abc
 import dataclasses
 import json
 import os
@@ -52,7 +53,7 @@ def _shapes(arrays):
             for name, t in arrays.items()}
 
 
-class Task:
+class Task(abc.ABC):
     """Base: the common metadata of every item; subclasses add their model's work."""
 
     def __init__(self, spec: JobSpec):
@@ -77,9 +78,9 @@ class Task:
             out["manifest_" + name if name in out else name] = value
         return arrays, out
 
+    @abc.abstractmethod
     def process(self, item: Item):
         """-> ({name: tensor}, task metadata, sample rate, samples processed)."""
-        raise NotImplementedError
 
 
 class EncodeTask(Task):
