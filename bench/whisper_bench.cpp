@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/internal/blas.h"
 #include "alto/core/safetensors.h"
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
                  "[--repeat N] [--output OUT] [--profile TRACE] [--decode-tokens N]\n";
     return 1;
   }
+  alto::keep_freed_memory();  // as the alto command does
   try {
     const std::string model_dir = argv[1];
     const std::string input_path = argv[2];

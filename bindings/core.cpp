@@ -185,6 +185,11 @@ void bind_core(py::module_& m) {
         "Sets the most freed activation memory alto keeps (0 keeps none).");
   m.def("release_activation_cache", &release_activation_cache,
         "Returns the kept activation memory to the operating system.");
+  m.def("keep_freed_memory", &keep_freed_memory,
+        "Tunes glibc's malloc for tensor work in this process (blocks up to 32 MiB from the heap, "
+        "up to 1 GiB of freed heap kept): large outputs reuse pages already faulted in. A "
+        "process-wide choice alto never makes on import; False where the C library is not "
+        "glibc.");
 
   m.def(
       "as_tensor", [](const TensorArg& x) { return x.tensor; }, py::arg("x"),

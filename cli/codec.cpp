@@ -18,6 +18,7 @@
 #include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 #include "commands.h"
+#include "stages.h"
 
 namespace alto::cli {
 
@@ -59,12 +60,15 @@ torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
 void run_encode(const CodecArgs& a) {
   ALTO_CHECK(ends_with(a.output, ".safetensors"), "alto encode writes -o OUT.safetensors, got ",
              a.output);
+  stage("load model");
   const auto codec = a.load();
   tokenizers::AudioEncodeOptions options;
   options.bandwidth = a.bandwidth;
   options.num_quantizers = a.num_quantizers;
   const int64_t codebooks = codec->num_codebooks(options);  // validates the options first
+  stage("read audio");
   const torch::Tensor audio = load_for(*codec, a.input);
+  stage("encode");
   AudioCodes codes;
   if (a.stream) {
     auto stream = codec->stream(options);
@@ -80,6 +84,7 @@ void run_encode(const CodecArgs& a) {
   } else {
     codes = codec->encode(audio, options);
   }
+  stage("write");
   std::vector<std::pair<std::string, torch::Tensor>> tensors = {
       {"codes", codes.codes.to(torch::kCPU, torch::kInt64).contiguous()}};
   if (codes.scales.defined())
@@ -100,7 +105,9 @@ void run_decode(const CodecArgs& a) {
   const bool wav = ends_with(a.output, ".wav");
   ALTO_CHECK(wav || ends_with(a.output, ".safetensors"),
              "alto decode writes -o OUT.wav or OUT.safetensors, got ", a.output);
+  stage("load model");
   const auto codec = a.load();
+  stage("read codes");
   const SafetensorsFile file(a.input);
   ALTO_CHECK(file.contains("codes"), a.input, ": no tensor 'codes' (write it with alto encode)");
   // Codes are indices into one model's codebooks: another codec's decode them into noise.
@@ -121,6 +128,7 @@ void run_decode(const CodecArgs& a) {
                             "' is not an integer");
     }
   }
+  stage("decode");
   torch::Tensor audio;
   if (a.stream) {
     const bool chunked = codec->chunked_codes();
@@ -143,6 +151,7 @@ void run_decode(const CodecArgs& a) {
   } else {
     audio = codec->decode(codes);
   }
+  stage("write");
   audio = audio.to(torch::kCPU, torch::kFloat32).contiguous();
   if (wav) {
     ALTO_CHECK(audio.size(0) == 1, "alto decode writes one waveform to a .wav; the codes hold ",

@@ -19,6 +19,7 @@
 #include "alto/core/safetensors.h"
 #include "alto/features/feature_extractor.h"
 #include "commands.h"
+#include "stages.h"
 
 namespace alto::cli {
 
@@ -85,7 +86,9 @@ std::shared_ptr<const FeatureExtractor> make_extractor(const FeaturesArgs& a) {
 void run_features(const FeaturesArgs& a) {
   ALTO_CHECK(a.extractor.empty() != a.config.empty(),
              "give exactly one of --extractor and --config");
+  stage("build extractor");
   const auto extractor = make_extractor(a);
+  stage("read audio");
   audio::DecodeOptions load;
   load.mono = true;  // the extractors take mono audio: channels are averaged
   if (a.resample) load.sample_rate = extractor->sampling_rate();
@@ -115,8 +118,10 @@ void run_features(const FeaturesArgs& a) {
   }
   if (extractor->name() == "wav2vec2" && clips.size() > 1)
     padding.padding = PaddingOptions::Strategy::kLongest;
+  stage("features");
   BatchFeature out = clips.size() == 1 ? extractor->compute_one(clips[0], padding)
                                        : extractor->compute_batch(clips, padding);
+  stage("write");
   std::map<std::string, std::string> metadata;
   metadata["extractor"] = extractor->name();
   for (const auto& [key, value] : extractor->option_list())

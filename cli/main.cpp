@@ -3,20 +3,40 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "alto/audio/versions.h"
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/system_info.h"
 #include "alto/core/threading.h"
 #include "commands.h"
+#include "stages.h"
+
+namespace {
+
+// The first line of an error's text: libtorch's messages go on with a C++ backtrace.
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"alto: audio for language models — decode, convert, features, tokens, transcripts, speech"};
+  alto::cli::start_stages();
+  alto::keep_freed_memory();  // a process-wide allocator choice: the application's to make
+  CLI::App app{
+      "alto: audio for language models — decode, convert, features, tokens, transcripts, speech"};
   app.require_subcommand(1);
   int threads = alto::default_num_threads();
   app.add_option("--threads", threads, "Threads for alto and libtorch (default: all cores)")
       ->check(CLI::PositiveNumber);
-  app.parse_complete_callback([&] { alto::set_num_threads(threads); });
+  bool verbose = false;
+  app.add_flag("--verbose", verbose,
+               "Time each stage and report the peak memory on stderr; full texts of internal "
+               "errors");
+  app.parse_complete_callback([&] {
+    alto::set_num_threads(threads);
+    if (verbose) alto::cli::enable_stage_report();
+  });
   app.set_version_flag("--version", [] {
     const alto::BlasInfo blas = alto::blas_info();
     return "alto " + alto::version() + "\nlibtorch " + alto::torch_version() + "\n" +
@@ -35,6 +55,7 @@ int main(int argc, char** argv) {
   alto::cli::add_chat_command(app);
   alto::cli::add_speak_command(app);
 
+  int status = 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -48,10 +69,13 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const alto::Error& e) {
     std::cerr << "alto: error: " << e.what() << "\n";
-    return 1;
+    status = 1;
   } catch (const std::exception& e) {
-    std::cerr << "alto: internal error: " << e.what() << "\n";
-    return 1;
+    const std::string text = e.what(), line = first_line(text);
+    std::cerr << "alto: internal error: " << (verbose ? text : line)
+              << (verbose || line == text ? "" : " (--verbose prints the full text)") << "\n";
+    status = 1;
   }
-  return 0;
+  alto::cli::print_stage_report();
+  return status;
 }

@@ -28,6 +28,7 @@
 #include "alto/models/whisper/decoding.h"
 #include "alto/models/whisper/transcriber.h"
 #include "commands.h"
+#include "stages.h"
 
 namespace alto::cli {
 
@@ -75,12 +76,16 @@ struct EmbedArgs {
 };
 
 void run_embed(const EmbedArgs& a) {
+  stage("load model");
   const auto encoder = models::AudioEncoder::from_pretrained(a.model.model, a.model.load_options());
+  stage("read audio");
   const torch::Tensor wave = load_mono(a.input, encoder->feature_extractor().sampling_rate());
   if (wave.size(0) > encoder->max_seconds() * encoder->feature_extractor().sampling_rate())
     std::cerr << "alto embed: " << a.input << " is longer than one " << encoder->max_seconds()
               << " s window: only its start is encoded\n";
+  stage("features + encoder");
   const models::AudioEmbedding e = encoder->embed(wave);
+  stage("write");
   write_metadata_safetensors(
       a.output, {{"last_hidden_state", e.last_hidden_state}, {"input_features", e.input_features}},
       a.model, a.input, "alto embed");
@@ -205,8 +210,8 @@ void run_transcribe(const TranscribeArgs& a) {
   ALTO_CHECK(!a.stream && a.format.empty(), a.model.model,
              ": --stream and --format are for streaming speech-to-text models (Kyutai STT)");
   if (is_audio_lm(a.model.model)) {
-    ALTO_CHECK(!a.raw && !a.timestamps && !a.srt && !a.vtt && a.task == "transcribe",
-               a.model.model, ": an audio LM transcribes text only (no --raw, --timestamps, "
+    ALTO_CHECK(!a.raw && !a.timestamps && !a.srt && !a.vtt && a.task == "transcribe", a.model.model,
+               ": an audio LM transcribes text only (no --raw, --timestamps, "
                "--srt, --vtt or --task translate)");
     return transcribe_with_audio_lm(
         a.model.model, a.model.device, a.model.dtype, a.inputs, a.language, a.json,
@@ -215,6 +220,7 @@ void run_transcribe(const TranscribeArgs& a) {
   if (a.raw) return run_raw(a);
   ALTO_CHECK(a.output.empty(), "-o is for --raw; transcripts go to standard output");
   ALTO_CHECK(a.srt + a.vtt + a.json <= 1, "give at most one of --json, --srt, --vtt");
+  stage("load model");
   const auto transcriber = models::WhisperTranscriber::from_pretrained(
       a.model.model, a.model.load_options(), a.tokenizer);
   models::WhisperTranscribeOptions o;
@@ -239,7 +245,10 @@ void run_transcribe(const TranscribeArgs& a) {
                      done, total);
         std::fflush(stderr);
       };
-    const auto transcript = transcriber->transcribe(load_mono(input, 16000), o);
+    stage("read audio");
+    const torch::Tensor wave = load_mono(input, 16000);
+    stage("transcribe");
+    const auto transcript = transcriber->transcribe(wave, o);
     if (bar) std::fprintf(stderr, "\n");
     print_transcript(a, input, transcript);
   }

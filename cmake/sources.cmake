@@ -51,6 +51,7 @@ set(ALTO_TOKENIZERS_SOURCES
 set(ALTO_MODELS_SOURCES
   ${ALTO_ROOT}/models/internal/conv.cpp
   ${ALTO_ROOT}/models/internal/few_rows.cpp
+  ${ALTO_ROOT}/models/internal/fused_attention.cpp
   ${ALTO_ROOT}/models/blocks/attention.cpp
   ${ALTO_ROOT}/models/blocks/basic.cpp
   ${ALTO_ROOT}/models/blocks/mlp.cpp

@@ -1,6 +1,9 @@
 #include "alto/core/activation_memory.h"
 
 #include <sys/mman.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -129,5 +132,13 @@ size_t cached_activation_bytes() { return cache().cached(); }
 size_t activation_cache_limit() { return cache().limit(); }
 void set_activation_cache_limit(size_t bytes) { cache().set_limit(bytes); }
 void release_activation_cache() { cache().release(); }
+
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
+  return mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 1 << 30) == 1;
+#else
+  return false;
+#endif
+}
 
 }  // namespace alto

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <sstream>
+#include <vector>
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
@@ -389,12 +390,32 @@ AudioCodes Mimi::encode(const torch::Tensor& audio, const AudioEncodeOptions& op
   return encode(audio, options, nullptr);
 }
 
+namespace {
+// Past this many code frames (10 s) offline calls run as an exact stream in pieces of that
+// size: the same codes and audio (a WindowCache::kExact stream equals offline for any chunking;
+// tested), with the activations of one piece alive at a time instead of the whole input's
+// (600 s of audio took 2.3 GB in one piece; an hour would have taken ~13 GB).
+constexpr int64_t kOfflinePieceFrames = 125;
+}  // namespace
+
 AudioCodes Mimi::encode(const torch::Tensor& audio, const AudioEncodeOptions& options,
                         Intermediates* intermediates) const {
   impl_->check_audio(audio, "Mimi::encode", 0, 1);
   const int64_t k = impl_->codebooks(options);
   torch::NoGradGuard no_grad;
-  AudioCodes codes{impl_->encode(audio, k, intermediates), {}};
+  const int64_t piece = kOfflinePieceFrames * hop_length();
+  AudioCodes codes;
+  if (intermediates || audio.size(2) <= piece) {
+    codes.codes = impl_->encode(audio, k, intermediates);
+  } else {
+    const auto pieces = stream(options, audio.size(0));
+    std::vector<torch::Tensor> parts;
+    for (int64_t offset = 0; offset < audio.size(2); offset += piece)
+      parts.push_back(
+          pieces->encode_step(audio.narrow(2, offset, std::min(piece, audio.size(2) - offset))));
+    parts.push_back(pieces->encode_flush());
+    codes.codes = torch::cat(parts, 2);
+  }
   codes.num_samples = audio.size(2);
   return codes;
 }
@@ -409,7 +430,17 @@ torch::Tensor Mimi::decode(const AudioCodes& codes, Intermediates* intermediates
   ALTO_CHECK(codes.num_samples >= 0, "Mimi::decode: num_samples must be >= 0, got ",
              codes.num_samples);
   torch::NoGradGuard no_grad;
-  torch::Tensor audio = impl_->decode(codes.codes, intermediates);
+  torch::Tensor audio;
+  if (intermediates || codes.codes.size(2) <= kOfflinePieceFrames) {
+    audio = impl_->decode(codes.codes, intermediates);
+  } else {
+    const auto pieces = stream({}, codes.codes.size(0));
+    std::vector<torch::Tensor> parts;
+    for (int64_t offset = 0; offset < codes.codes.size(2); offset += kOfflinePieceFrames)
+      parts.push_back(pieces->decode_step(codes.codes.narrow(
+          2, offset, std::min(kOfflinePieceFrames, codes.codes.size(2) - offset))));
+    audio = torch::cat(parts, 2);
+  }
   // transformers' forward() cuts the decoded frames to the input length (its padding_mask).
   if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
     audio = audio.narrow(2, 0, codes.num_samples);

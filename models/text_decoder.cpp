@@ -93,9 +93,8 @@ TextDecoderConfig TextDecoderConfig::from_json(const std::string& path,
 
 void TextDecoderConfig::validate() const {
   schema().check(*this);
-  ALTO_CHECK(head_dim || hidden_size % num_attention_heads == 0,
-             "TextDecoderConfig.hidden_size (", hidden_size,
-             ") must be a multiple of num_attention_heads (", num_attention_heads,
+  ALTO_CHECK(head_dim || hidden_size % num_attention_heads == 0, "TextDecoderConfig.hidden_size (",
+             hidden_size, ") must be a multiple of num_attention_heads (", num_attention_heads,
              ") when head_dim is not given");
   ALTO_CHECK(head_size() > 0 && head_size() % 2 == 0,
              "TextDecoderConfig.head_dim must be even and > 0, got ", head_size());
@@ -216,8 +215,9 @@ TextDecoder::TextDecoder(const TextDecoderConfig& config, CheckpointBinder& bind
     impl->lm_head = impl->module->embed_tokens->weight;
   } else {
     // Its own tensor (binding replaces the target's storage): untied, or a tied copy saved.
-    impl->lm_head = torch::empty({config.vocab_size, config.hidden_size},
-                                 torch::TensorOptions().dtype(options.dtype).device(options.device));
+    impl->lm_head =
+        torch::empty({config.vocab_size, config.hidden_size},
+                     torch::TensorOptions().dtype(options.dtype).device(options.device));
     binder.bind(impl->lm_head, head_name);
   }
   impl_ = std::move(impl);
@@ -229,8 +229,8 @@ std::shared_ptr<const TextDecoder> TextDecoder::from_pretrained(const std::strin
   const TextDecoderConfig config = TextDecoderConfig::from_json(dir);  // its errors come first
   const SafetensorsCheckpoint checkpoint(dir);
   CheckpointBinder binder(checkpoint, options, config.to_string());
-  auto decoder = std::make_shared<const TextDecoder>(config, binder, "model.", "lm_head.weight",
-                                                     options);
+  auto decoder =
+      std::make_shared<const TextDecoder>(config, binder, "model.", "lm_head.weight", options);
   binder.finish();
   return decoder;
 }
@@ -262,7 +262,8 @@ TextDecoderState TextDecoder::start(int64_t batch, int64_t capacity) const {
   ALTO_CHECK(capacity <= c.max_position_embeddings, "TextDecoder::start: ", capacity,
              " positions exceed the model's context of max_position_embeddings = ",
              c.max_position_embeddings);
-  const auto options = torch::TensorOptions().dtype(impl_->options.dtype).device(impl_->options.device);
+  const auto options =
+      torch::TensorOptions().dtype(impl_->options.dtype).device(impl_->options.device);
   TextDecoderState state;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     state.layers.emplace_back(batch, c.kv_heads(), capacity, c.head_size(), options);
@@ -306,21 +307,15 @@ torch::Tensor TextDecoder::forward(const torch::Tensor& inputs_embeds,
 
   const torch::Tensor keys_padding = state.key_padding.narrow(1, 0, past + time);
   const bool all_real = keys_padding.min().item<int64_t>() == 1;
-  const torch::ScalarType dtype = impl_->options.dtype;
-  std::map<int64_t, torch::Tensor> masks;  // by window
-  auto mask_for = [&](int64_t window) -> const torch::Tensor& {
-    auto it = masks.find(window);
-    if (it != masks.end()) return it->second;
-    torch::Tensor mask;
-    // One query over real keys without a window sees everything: no mask at all.
-    if (!(time == 1 && all_real && (window == 0 || past + 1 <= window)))
-      mask = blocks::attention_mask(time, past + time, past, {true, window},
-                                    all_real ? torch::Tensor() : keys_padding, dtype, device);
-    return masks.emplace(window, mask).first->second;
+  const blocks::AttentionMask causal{{true, 0}, past, all_real ? torch::Tensor() : keys_padding};
+  auto mask_for = [&](int64_t window) {
+    blocks::AttentionMask mask = causal;
+    mask.options.sliding_window = window;
+    return mask;
   };
 
   const DecoderImpl& decoder = *impl_->module;
-  torch::Tensor x = inputs_embeds.to(device, dtype);
+  torch::Tensor x = inputs_embeds.to(device, impl_->options.dtype);
   const bool record_weights = intermediates && intermediates->attention_weights;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto& layer = decoder.layers->at<DecoderLayerImpl>(i);

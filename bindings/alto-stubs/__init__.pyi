@@ -38,6 +38,8 @@ def activation_cache_limit() -> int:
 def set_activation_cache_limit(bytes: int) -> None: ...
 def release_activation_cache() -> None:
     """Returns the kept activation memory to the operating system."""
+def keep_freed_memory() -> bool:
+    """Tunes glibc's malloc for tensor work in this process; False where libc is not glibc."""
 def as_tensor(x: TensorLike) -> torch.Tensor:
     """The tensor alto sees for x: torch.Tensor as is, numpy.ndarray as a zero-copy view."""
 

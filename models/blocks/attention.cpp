@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "alto/core/error.h"
+#include "alto/models/internal/fused_attention.h"
 
 namespace alto::models::blocks {
 
@@ -71,6 +72,25 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
       .view({batch, heads, time, dim});
 }
 
+torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                           const torch::Tensor& v, const AttentionMask& mask,
+                                           double scale, torch::Tensor* weights) {
+  const AttentionMaskOptions& o = mask.options;
+  if (!weights && kernels::fused_attention_fits(q, k, v))
+    return kernels::fused_attention(q, k, v, scale, {o.causal, o.sliding_window, mask.query_offset},
+                                    mask.key_padding);
+  // No tensor where every query sees every key (a decoding step over real keys).
+  const int64_t queries = q.size(2), keys = k.size(2);
+  const bool all_visible =
+      !mask.key_padding.defined() && (!o.causal || mask.query_offset >= keys - 1) &&
+      (o.sliding_window == 0 || mask.query_offset + queries <= o.sliding_window);
+  const torch::Tensor additive =
+      all_visible ? torch::Tensor()
+                  : attention_mask(queries, keys, mask.query_offset, o, mask.key_padding,
+                                   q.scalar_type(), q.device());
+  return scaled_dot_product_attention(q, k, v, additive, scale, weights);
+}
+
 KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
                  const torch::TensorOptions& options)
     : key_(torch::empty({batch, kv_heads, capacity, head_dim}, options)),
@@ -115,9 +135,9 @@ SelfAttentionImpl::SelfAttentionImpl(const SelfAttentionOptions& o,
 }
 
 SelfAttentionImpl::Projected SelfAttentionImpl::project(const torch::Tensor& x,
-                                                         const RotaryEmbedding& rope,
-                                                         const torch::Tensor& cos,
-                                                         const torch::Tensor& sin) const {
+                                                        const RotaryEmbedding& rope,
+                                                        const torch::Tensor& cos,
+                                                        const torch::Tensor& sin) const {
   const SelfAttentionOptions& o = options_;
   ALTO_CHECK(x.dim() == 3 && x.size(2) == o.hidden_size, "SelfAttention: x must be [batch, T, ",
              o.hidden_size, "], got ", x.sizes());
@@ -130,28 +150,23 @@ SelfAttentionImpl::Projected SelfAttentionImpl::project(const torch::Tensor& x,
           heads(v_proj->forward(x), o.num_key_value_heads)};
 }
 
-torch::Tensor SelfAttentionImpl::attend_and_project(const Projected& p, const torch::Tensor& k,
-                                                    const torch::Tensor& v,
-                                                    const torch::Tensor& mask,
-                                                    torch::Tensor* weights) const {
-  // Queries in the keys' dtype (a float32 ring under bfloat16 weights), the result back in the
-  // projection's.
-  const torch::Tensor attended = scaled_dot_product_attention(
-      p.q.to(k.scalar_type()), k, v, mask,
-      1.0 / std::sqrt(static_cast<double>(options_.head_dim)), weights);
+torch::Tensor SelfAttentionImpl::project_out(const torch::Tensor& attended) const {
   return output_proj->forward(attended.to(output_proj->weight.scalar_type())
                                   .transpose(1, 2)
-                                  .reshape({p.q.size(0), p.q.size(2), -1}));
+                                  .reshape({attended.size(0), attended.size(2), -1}));
 }
 
+// Queries in the keys' dtype (a float32 ring under bfloat16 weights), the result back in the
+// projection's.
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
                                          const torch::Tensor& cos, const torch::Tensor& sin,
-                                         const torch::Tensor& mask, KVCache* cache,
+                                         const AttentionMask& mask, KVCache* cache,
                                          torch::Tensor* weights) const {
   const Projected p = project(x, rope, cos, sin);
   torch::Tensor k = p.k, v = p.v;
   if (cache) std::tie(k, v) = cache->append(k, v);
-  return attend_and_project(p, k, v, mask, weights);
+  return project_out(
+      scaled_dot_product_attention(p.q.to(k.scalar_type()), k, v, mask, scale(), weights));
 }
 
 torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmbedding& rope,
@@ -160,7 +175,8 @@ torch::Tensor SelfAttentionImpl::forward(const torch::Tensor& x, const RotaryEmb
                                          const RingPositions::Step& step) const {
   const Projected p = project(x, rope, cos, sin);
   const auto [k, v] = cache.update(p.k, p.v, step);
-  return attend_and_project(p, k, v, step.mask, nullptr);
+  return project_out(
+      scaled_dot_product_attention(p.q.to(k.scalar_type()), k, v, step.mask, scale(), nullptr));
 }
 
 RingPositions::RingPositions(int64_t batch, int64_t window, torch::Device device)
@@ -175,9 +191,9 @@ RingPositions::RingPositions(int64_t batch, int64_t window, torch::Device device
 RingPositions::Step RingPositions::plan(int64_t time, const torch::Tensor& advancing,
                                         torch::ScalarType dtype) const {
   ALTO_CHECK(time >= 1, "RingPositions::plan: time must be >= 1, got ", time);
-  ALTO_CHECK(!advancing.defined() || (time == 1 && advancing.dim() == 1 &&
-                                      advancing.size(0) == batch()),
-             "RingPositions::plan: advancing must be bool [", batch(), "] with time 1");
+  ALTO_CHECK(
+      !advancing.defined() || (time == 1 && advancing.dim() == 1 && advancing.size(0) == batch()),
+      "RingPositions::plan: advancing must be bool [", batch(), "] with time 1");
   Step step;
   step.time = time;
   const auto i64 = next_.options();
@@ -228,8 +244,8 @@ std::pair<torch::Tensor, torch::Tensor> RingKVCache::update(const torch::Tensor&
                                                             const RingPositions::Step& step) {
   using torch::indexing::Slice;
   ALTO_CHECK(key_.defined() && k.dim() == 4 && k.sizes() == v.sizes() &&
-                 k.size(0) == key_.size(0) && k.size(1) == key_.size(1) &&
-                 k.size(2) == step.time && k.size(3) == key_.size(3),
+                 k.size(0) == key_.size(0) && k.size(1) == key_.size(1) && k.size(2) == step.time &&
+                 k.size(3) == key_.size(3),
              "RingKVCache::update: keys and values must be [", key_.size(0), ", ", key_.size(1),
              ", ", step.time, ", ", key_.size(3), "], got ", k.sizes(), " and ", v.sizes());
   const int64_t window = key_.size(2);

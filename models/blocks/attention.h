@@ -8,6 +8,7 @@
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -33,12 +34,28 @@ torch::Tensor attention_mask(int64_t queries, int64_t keys, int64_t query_offset
                              const AttentionMaskOptions& options, const torch::Tensor& key_padding,
                              torch::ScalarType dtype, torch::Device device = torch::kCPU);
 
+/// The mask of one call, described rather than built: the band of `options` for queries at
+/// positions `query_offset` + i, and `key_padding` [batch, keys] (1 real, 0 padding; undefined:
+/// every key real). The fused kernel reads it as it is; other dtypes and devices get
+/// attention_mask()'s tensor.
+struct AttentionMask {
+  AttentionMaskOptions options;
+  int64_t query_offset = 0;
+  torch::Tensor key_padding;
+};
+
 /// softmax(q k^T * scale + mask) v with grouped-query heads: q [batch, heads, T, D], k and v
 /// [batch, kv_heads, S, D] with heads a multiple of kv_heads (each kv head serves
 /// heads / kv_heads consecutive query heads, transformers' repeat_kv). The softmax runs in
 /// float32. `weights`, when given, receives the probabilities [batch, heads, T, S].
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
                                            const torch::Tensor& v, const torch::Tensor& mask,
+                                           double scale, torch::Tensor* weights = nullptr);
+
+/// The same with a described mask: float32 on the CPU without `weights` runs the fused kernel
+/// (models/internal/fused_attention.h), which never builds the [T, S] scores.
+torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                           const torch::Tensor& v, const AttentionMask& mask,
                                            double scale, torch::Tensor* weights = nullptr);
 
 /// Keys and values of every position fed so far, in buffers [batch, kv_heads, capacity, D]
@@ -141,11 +158,11 @@ class SelfAttentionImpl : public torch::nn::Module {
                     const torch::TensorOptions& tensor_options);
 
   /// x: [batch, T, hidden_size]; cos/sin from RotaryEmbedding::cos_sin for the T positions
-  /// ([T, D] or [batch, T, D]); mask additive [batch or 1, 1, T, keys]; with `cache`, the keys
-  /// are the cached ones followed by these T. -> [batch, T, hidden_size].
+  /// ([T, D] or [batch, T, D]); `mask` over the keys, which with `cache` are the cached ones
+  /// followed by these T. -> [batch, T, hidden_size].
   torch::Tensor forward(const torch::Tensor& x, const RotaryEmbedding& rope,
                         const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& mask, KVCache* cache = nullptr,
+                        const AttentionMask& mask, KVCache* cache = nullptr,
                         torch::Tensor* weights = nullptr) const;
 
   /// As forward, the keys those of a sliding-window ring (`step` planned by its RingPositions).
@@ -163,9 +180,9 @@ class SelfAttentionImpl : public torch::nn::Module {
   };
   Projected project(const torch::Tensor& x, const RotaryEmbedding& rope, const torch::Tensor& cos,
                     const torch::Tensor& sin) const;
-  torch::Tensor attend_and_project(const Projected& p, const torch::Tensor& k,
-                                   const torch::Tensor& v, const torch::Tensor& mask,
-                                   torch::Tensor* weights) const;
+  // attended [batch, heads, T, head_dim] -> the output projection [batch, T, hidden_size].
+  torch::Tensor project_out(const torch::Tensor& attended) const;
+  double scale() const { return 1.0 / std::sqrt(static_cast<double>(options_.head_dim)); }
 
   SelfAttentionOptions options_;
 };

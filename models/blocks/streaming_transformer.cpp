@@ -13,6 +13,7 @@
 #include "alto/models/blocks/mlp.h"
 #include "alto/models/blocks/norm.h"
 #include "alto/models/internal/few_rows.h"
+#include "alto/models/internal/fused_attention.h"
 
 namespace alto::models::blocks {
 
@@ -247,14 +248,19 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   const torch::Tensor cos = cos32.to(tensor_options_.device(), tensor_options_.dtype());
   const torch::Tensor sin = sin32.to(tensor_options_.device(), tensor_options_.dtype());
 
-  // Band mask over (query, key) positions; a single query needs none: the visible keys computed
-  // above are exactly its window.
   // A streaming step of a few positions runs each layer on raw rows: its dozens of small
   // tensor operations cost more than its weights take to read (layers/few_rows.h).
   const bool raw_rows = cache && input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
                         batch * time <= kernels::kMaxFewRows;
+  // float32 on the CPU attends with the fused kernel, which skips the blocks outside the band:
+  // memory and work grow linearly with the length, not with its square. Elsewhere, a band mask
+  // over (query, key) positions; a single query needs none: the visible keys computed above
+  // are exactly its window.
+  const bool fused = input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
+                     tensor_options_.dtype() == torch::kFloat32;
+  const kernels::AttentionBand band{true, window, start - first_visible};
   torch::Tensor mask;
-  if (time > 1 && !raw_rows) {
+  if (time > 1 && !raw_rows && !fused) {
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(input.device());
     const torch::Tensor delta = torch::arange(start, start + time, i64).unsqueeze(1) -
                                 torch::arange(first_visible, start + time, i64).unsqueeze(0);
@@ -296,20 +302,25 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
       k = buffers.key.narrow(2, from, keys);
       v = buffers.value.narrow(2, from, keys);
     }
-    if (groups > 1) {
-      k = k.repeat_interleave(groups, 1);
-      v = v.repeat_interleave(groups, 1);
+    torch::Tensor attended;
+    if (fused) {
+      attended = kernels::fused_attention(q, k, v, scaling, band);
+    } else {
+      if (groups > 1) {
+        k = k.repeat_interleave(groups, 1);
+        v = v.repeat_interleave(groups, 1);
+      }
+      // scaled_dot_product_attention's reference order: (q k^T) * scale + mask, softmax, @ v;
+      // the softmax in float32 as transformers upcasts it.
+      torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)).mul_(scaling);
+      if (mask.defined()) scores.add_(mask);
+      attended =
+          torch::matmul(scores.scalar_type() == torch::kFloat32
+                            ? torch::softmax(scores, -1)
+                            : torch::softmax(scores, -1, torch::kFloat32).to(scores.scalar_type()),
+                        v);
     }
-    // scaled_dot_product_attention's reference order: (q k^T) * scale + mask, softmax, @ v;
-    // the softmax in float32 as transformers upcasts it.
-    torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)).mul_(scaling);
-    if (mask.defined()) scores.add_(mask);
-    const torch::Tensor probs =
-        scores.scalar_type() == torch::kFloat32
-            ? torch::softmax(scores, -1)
-            : torch::softmax(scores, -1, torch::kFloat32).to(scores.scalar_type());
-    const torch::Tensor attended =
-        torch::matmul(probs, v).transpose(1, 2).reshape({batch, time, -1});
+    attended = attended.transpose(1, 2).reshape({batch, time, -1});
     x = x + layer.self_attn_layer_scale->forward(
                 linear(attended, attn.output_proj->weight, attn.output_proj->bias));
     const torch::Tensor m = layer.post_attention_layernorm->forward(x);

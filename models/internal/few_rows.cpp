@@ -16,13 +16,7 @@ namespace {
 
 std::atomic<Isa> isa_cap{Isa::kAvx512Bf16};
 
-bool has_avx2() {
-  static const bool yes = [] {
-    const CpuInfo cpu = cpu_info();
-    return cpu.avx2 && cpu.fma && cpu.os_avx;
-  }();
-  return yes && isa_cap.load() >= Isa::kAvx2;
-}
+bool has_avx2() { return available_isa() >= Isa::kAvx2; }
 
 // y[r, o] = bias[o] + sum_i x[r, i] w[o, i]; the plain loop the compiler vectorises for the
 // baseline instruction set.
@@ -78,8 +72,7 @@ __attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const 
 template <int R>
 __attribute__((target("avx2,fma"))) void linear_avx2(const float* x, const float* w,
                                                      const float* bias, float* y, int64_t in,
-                                                     int64_t ldy, int64_t o_begin,
-                                                     int64_t o_end) {
+                                                     int64_t ldy, int64_t o_begin, int64_t o_end) {
   // 4 rows of w per pass while the accumulators fit the 16 vector registers.
   constexpr int kBlock = R <= 2 ? 4 : 2;
   int64_t o = o_begin;
@@ -113,8 +106,8 @@ __attribute__((target("avx2,fma"))) inline __m256 load_bf16x8(const BFloat16* p)
 template <int R>
 __attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, const BFloat16* w,
                                                           const BFloat16* bias, BFloat16* y,
-                                                          int64_t in, int64_t ldy,
-                                                          int64_t o_begin, int64_t o_end) {
+                                                          int64_t in, int64_t ldy, int64_t o_begin,
+                                                          int64_t o_end) {
   const int64_t vector_end = in / 8 * 8;
   for (int64_t o = o_begin; o < o_end; ++o) {
     const BFloat16* row = w + o * in;
@@ -155,13 +148,7 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void linear_bf16_avx512(
   }
 }
 
-bool has_avx512_bf16() {
-  static const bool yes = [] {
-    const CpuInfo cpu = cpu_info();
-    return cpu.avx512f && cpu.avx512bw && cpu.avx512_bf16 && cpu.os_avx512;
-  }();
-  return yes && isa_cap.load() >= Isa::kAvx512Bf16;
-}
+bool has_avx512_bf16() { return available_isa() >= Isa::kAvx512Bf16; }
 
 // y[r, o] = sum_i x[r, i] w[i, o]: plain loops over rows of w.
 template <int R>
@@ -250,8 +237,8 @@ struct LinearBf16 {
 // float32) keep a stream step's small matrices inline, where a hand-off costs more than it
 // saves.
 template <template <int> class Kernel, typename T>
-void linear_parallel(const T* x, int64_t rows, int64_t in, const T* w, int64_t out,
-                     const T* bias, T* y) {
+void linear_parallel(const T* x, int64_t rows, int64_t in, const T* w, int64_t out, const T* bias,
+                     T* y) {
   const int64_t grain = std::max<int64_t>(16, (int64_t{1} << 21) / std::max<int64_t>(in, 1));
   parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
     dispatch_rows<Kernel>(rows, x, w, bias, y, in, out, begin, end);
@@ -279,6 +266,17 @@ void check_operands(const torch::Tensor& x, const torch::Tensor& weight, int64_t
 
 Isa limit_isa(Isa cap) { return isa_cap.exchange(cap); }
 
+Isa available_isa() {
+  static const Isa cpu_isa = [] {
+    const CpuInfo cpu = cpu_info();
+    if (cpu.avx512f && cpu.avx512bw && cpu.avx512_bf16 && cpu.os_avx512 && cpu.fma)
+      return Isa::kAvx512Bf16;
+    if (cpu.avx512f && cpu.os_avx512 && cpu.fma) return Isa::kAvx512;
+    return cpu.avx2 && cpu.fma && cpu.os_avx ? Isa::kAvx2 : Isa::kPlain;
+  }();
+  return std::min(cpu_isa, isa_cap.load());
+}
+
 bool few_rows(const torch::Tensor& x) {
   return x.dim() == 2 && x.size(0) >= 1 && x.size(0) <= kMaxFewRows && x.is_cpu() &&
          (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kBFloat16);
@@ -294,10 +292,9 @@ torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
   const torch::Tensor bc = bias.defined() ? bias.contiguous() : bias;
   torch::Tensor y = torch::empty({x.size(0), weight.size(0)}, x.options());
   if (x.scalar_type() == torch::kBFloat16) {
-    linear_parallel<LinearBf16>(xc.data_ptr<BFloat16>(), x.size(0), x.size(1),
-                                wc.data_ptr<BFloat16>(), weight.size(0),
-                                bc.defined() ? bc.data_ptr<BFloat16>() : nullptr,
-                                y.data_ptr<BFloat16>());
+    linear_parallel<LinearBf16>(
+        xc.data_ptr<BFloat16>(), x.size(0), x.size(1), wc.data_ptr<BFloat16>(), weight.size(0),
+        bc.defined() ? bc.data_ptr<BFloat16>() : nullptr, y.data_ptr<BFloat16>());
   } else {
     linear_few_rows(xc.data_ptr<float>(), x.size(0), x.size(1), wc.data_ptr<float>(),
                     weight.size(0), bc.defined() ? bc.data_ptr<float>() : nullptr,

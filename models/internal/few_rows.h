@@ -11,10 +11,13 @@
 
 namespace alto::models::kernels {
 
-/// The instruction sets of the kernels, lowest first; each is used where the CPU has it.
-enum class Isa { kPlain, kAvx2, kAvx512Bf16 };
+/// The instruction sets of alto's CPU kernels (these and fused_attention.h's), lowest first;
+/// each is used where the CPU has it.
+enum class Isa { kPlain, kAvx2, kAvx512, kAvx512Bf16 };
 /// Caps the instruction set the kernels may use (so tests run every path); returns the old cap.
 Isa limit_isa(Isa cap);
+/// The highest instruction set this CPU and OS run, within the cap.
+Isa available_isa();
 
 /// The most rows these kernels take.
 constexpr int64_t kMaxFewRows = 4;

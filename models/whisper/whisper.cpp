@@ -207,12 +207,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   if (out) out->add(name + "embeddings", x);
 
   // Token i (at position past + i) sees the cache and the new tokens up to itself.
-  torch::Tensor causal;
-  if (length > 1) {
-    causal =
-        torch::full({length, past + length}, -std::numeric_limits<float>::infinity(), x.options())
-            .triu_(past + 1);
-  }
+  const kernels::AttentionBand causal{true, 0, past};
   const bool record_weights = out && out->attention_weights;
   for (size_t i = 0; i < decoder.layers->size(); ++i) {
     const auto& layer = decoder.layers->at<DecoderLayerImpl>(i);
@@ -223,8 +218,8 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
     auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
     cache.self_key = torch::cat({cache.self_key, k}, 2);
     cache.self_value = torch::cat({cache.self_value, v}, 2);
-    torch::Tensor attention = layer.self_attn->out_proj->forward(merge_heads(
-        attend(q, cache.self_key, cache.self_value, causal, record_weights ? &weights : nullptr)));
+    torch::Tensor attention = layer.self_attn->out_proj->forward(merge_heads(attend(
+        q, cache.self_key, cache.self_value, causal, {}, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
     x = x + attention;
@@ -237,7 +232,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
     cross_q = cross_q.view({audios, group, heads, length, head_dim})
                   .transpose(1, 2)
                   .reshape({audios, heads, group * length, head_dim});
-    torch::Tensor cross = attend(cross_q, cache.cross_key, cache.cross_value, {},
+    torch::Tensor cross = attend(cross_q, cache.cross_key, cache.cross_value, {}, {},
                                  record_weights ? &weights : nullptr);
     cross = cross.view({audios, heads, group, length, head_dim})
                 .transpose(1, 2)

@@ -81,8 +81,8 @@ torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
              "WhisperEncoder::encode: feature_attention_mask must be [", input_features.size(0),
              ", ", input_features.size(2), "], got ", mask.defined() ? shape_of(mask) : "");
   ALTO_CHECK(options.pool >= 1 && c.max_source_positions % options.pool == 0,
-             "WhisperEncodeOptions.pool must divide max_source_positions (",
-             c.max_source_positions, "), got ", options.pool);
+             "WhisperEncodeOptions.pool must divide max_source_positions (", c.max_source_positions,
+             "), got ", options.pool);
   torch::NoGradGuard no_grad;
   return impl_->encode(input_features, options, intermediates);
 }
@@ -98,16 +98,13 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
   x = encoder.conv2->forward(torch::gelu(x));
   if (out) out->add(name + "conv2", x);
   x = torch::gelu(x).permute({0, 2, 1}) + encoder.embed_positions->weight;
-  // Qwen2-Audio: -inf on the keys past each clip's valid frames, for every query.
-  torch::Tensor key_mask;
+  // Qwen2-Audio: the keys past each clip's valid frames are hidden from every query.
+  torch::Tensor key_padding;
   if (encode_options.feature_attention_mask.defined()) {
     const torch::Tensor valid =
         (encode_options.feature_attention_mask.to(torch::kInt64).sum(-1) - 1).div(2, "floor") + 1;
     const torch::Tensor frames = torch::arange(x.size(1), torch::kInt64).unsqueeze(0);
-    key_mask = torch::zeros({x.size(0), 1, 1, x.size(1)}, x.options())
-                   .masked_fill((frames >= valid.unsqueeze(1)).view({x.size(0), 1, 1, x.size(1)})
-                                    .to(x.device()),
-                                -std::numeric_limits<double>::infinity());
+    key_padding = (frames < valid.unsqueeze(1)).to(x.device());
   }
   for (size_t i = 0; i < encoder.layers->size(); ++i) {
     const auto& layer = encoder.layers->at<EncoderLayerImpl>(i);
@@ -116,7 +113,7 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
     torch::Tensor weights;
     auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
     torch::Tensor attention = layer.self_attn->out_proj->forward(
-        merge_heads(attend(q, k, v, key_mask, record_weights ? &weights : nullptr)));
+        merge_heads(attend(q, k, v, {}, key_padding, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
     x = x + attention;

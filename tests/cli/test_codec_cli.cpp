@@ -9,6 +9,7 @@
 
 #include "alto/audio/audio_tensor.h"
 #include "alto/audio/load.h"
+#include "alto/audio/save.h"
 #include "alto/core/safetensors.h"
 #include "features/golden.h"
 #include "models/golden_model.h"
@@ -134,6 +135,36 @@ TEST_CASE("alto encode / decode reproduce the golden Mimi outputs", "[cli][codec
                              "audio_values" + suffix);
     }
   }
+}
+
+TEST_CASE("alto --verbose: Mimi encodes and decodes 10 minutes offline in bounded memory",
+          "[cli][codec][mimi]") {
+  // The offline transformer once built time x time masks and the SEANet held the whole input's
+  // activations: 10 minutes took 2.3 GB to encode (an hour could not be encoded). Now the
+  // stages' report shows a peak near the process's own size.
+  const alto::test::GoldenModel golden("mimi-tiny-random");
+  const std::string wav = alto::test::temp_path("mimi-10-minutes.wav");
+  torch::manual_seed(7);
+  const torch::Tensor noise = torch::randn({1, 24000 * 600}) * 0.1;
+  alto::audio::save_audio(wav, alto::audio::audio_from_tensor(noise, 24000));
+  const std::string codes = alto::test::temp_path("mimi-10-minutes.safetensors");
+  auto peak_mb = [](const std::string& report) {
+    const size_t at = report.find("peak RSS ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(report.substr(at + 9));
+  };
+  const std::string encoded =
+      run("--verbose encode --model " + golden.dir() + " " + wav + " -o " + codes);
+  INFO(encoded);
+  for (const std::string stage : {"start-up ", "load model ", "read audio ", "encode ", "write "})
+    CHECK(encoded.find(stage) != std::string::npos);
+  CHECK(peak_mb(encoded) < 800);
+  CHECK(alto::SafetensorsFile(codes).tensor("codes").size(2) == 7500);
+  const std::string decoded = run("--verbose decode --model " + golden.dir() + " " + codes +
+                                  " -o " + alto::test::temp_path("mimi-10-minutes-out.wav"));
+  INFO(decoded);
+  CHECK(decoded.find("decode ") != std::string::npos);
+  CHECK(peak_mb(decoded) < 800);
 }
 
 TEST_CASE("alto encode / decode reproduce the golden DAC outputs", "[cli][codec][dac]") {

@@ -2,12 +2,14 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 
 #include "alto/core/safetensors.h"
+#include "cli/run_cli.h"
 #include "features/golden.h"
 #include "test_util.h"
 
@@ -143,4 +145,20 @@ TEST_CASE("alto features: a boolean option stands alone or takes true/false, any
   }
   CHECK(run_features(wav + base + " --use-energy false", "no_energy").tensor("features").size(1) ==
         23);
+}
+
+TEST_CASE("alto: a failure is one line on stderr; --verbose adds the full text and the stages",
+          "[cli][features]") {
+  // A 512 GB filterbank: libtorch's allocator refuses it with a multi-line message.
+  const std::string args = "features --extractor mel --n-fft 1000000000 " +
+                           test::data_path("stereo44k_f32.wav") + " -o " +
+                           test::temp_path("huge.safetensors");
+  const std::string brief = test::run_cli(args, 1, test::Stderr::kMerge);
+  INFO(brief);
+  CHECK(std::count(brief.begin(), brief.end(), '\n') == 1);
+  CHECK(brief.rfind("alto: ", 0) == 0);
+  const std::string verbose = test::run_cli("--verbose " + args, 1, test::Stderr::kMerge);
+  INFO(verbose);
+  CHECK(verbose.find("build extractor ") != std::string::npos);
+  CHECK(verbose.find("peak RSS ") != std::string::npos);
 }

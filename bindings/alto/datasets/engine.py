@@ -5,7 +5,6 @@ holds depends on the inputs and the options alone, never on the number of worker
 one worker and twenty write the same bytes, a retried shard (its worker died) is rewritten
 identically, and a rerun after an interruption keeps every shard whose header names this job.
 """
-import ctypes
 import hashlib
 import json
 import logging
@@ -24,28 +23,15 @@ from .tasks import JobSpec, make_task
 # Tasks built in this worker process, by job: the model loads once per worker, not per item.
 _TASKS = {}
 
-# glibc mallopt parameters.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def _keep_freed_memory():
-    """Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns off
-    glibc's adaptive mmap threshold: every large tensor then comes from a fresh mmap, faulted in
-    page by page, and a Mimi encode ran 2.4x slower than in a plain process (measured). Blocks up
-    to 32 MiB from the heap and a 1 GiB trim threshold keep freed memory for the next item."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return  # not glibc
-    libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-    libc.mallopt(_M_TRIM_THRESHOLD, 1 << 30)
-
 
 def _task(spec: JobSpec):
     key = json.dumps(spec.as_json(), sort_keys=True)
     if key not in _TASKS:
         if not _TASKS:
-            _keep_freed_memory()
+            # Dask's nanny starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also turns
+            # off glibc's adaptive mmap threshold: every large tensor came from a fresh mmap and
+            # a Mimi encode ran 2.4x slower than in a plain process (measured).
+            alto.keep_freed_memory()
         _TASKS.clear()  # one job's model at a time
         _TASKS[key] = make_task(spec)
     return _TASKS[key]

@@ -8,8 +8,10 @@
 #include <sstream>
 #include <string>
 
+#include "alto/models/blocks/attention.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/norm.h"
+#include "alto/models/internal/fused_attention.h"
 #include "alto/models/whisper/config.h"
 
 namespace alto::models::whisper_internal {
@@ -77,11 +79,20 @@ class AttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Attention);
 
-// softmax(q k^T + mask) v for q [.., Tq, hd], k/v [.., S, hd]; q is pre-scaled.
+// softmax(q k^T + mask) v for q [B, H, T, hd], k/v [B, H, S, hd]; q is pre-scaled. The mask:
+// the band (causality past a KV cache) and key padding [B, S] (Qwen2-Audio's valid frames).
+// float32 on the CPU runs the fused kernel; recording the weights or other dtypes and devices
+// take the explicit product.
 inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                            const torch::Tensor& mask, torch::Tensor* weights) {
+                            const kernels::AttentionBand& band, const torch::Tensor& key_padding,
+                            torch::Tensor* weights) {
+  if (!weights && kernels::fused_attention_fits(q, k, v))
+    return kernels::fused_attention(q, k, v, 1.0, band, key_padding);
   torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2));
-  if (mask.defined()) scores.add_(mask);
+  if (band.causal || band.window > 0 || key_padding.defined())
+    scores.add_(blocks::attention_mask(q.size(2), k.size(2), band.query_offset,
+                                       {band.causal, band.window}, key_padding,
+                                       scores.scalar_type(), scores.device()));
   torch::Tensor probs = torch::softmax(scores, -1);
   if (weights) *weights = probs;
   return torch::matmul(probs, v);

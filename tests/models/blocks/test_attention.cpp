@@ -86,9 +86,33 @@ TEST_CASE("grouped-query attention equals repeat_kv attention", "[models][blocks
   CHECK(torch::allclose(out, eager(q, k, v, mask, 0.35), 1e-6, 1e-6));
   CHECK(weights.sizes() == torch::IntArrayRef({2, 6, 5, 7}));
   CHECK(torch::allclose(weights.sum(-1), torch::ones({2, 6, 5}, torch::kFloat64)));
-  CHECK_THROWS_WITH(
-      scaled_dot_product_attention(q, k.narrow(1, 0, 1).repeat({1, 4, 1, 1}), v, {}, 1.0),
-      Catch::Contains("heads a multiple of kv_heads"));
+  CHECK_THROWS_WITH(scaled_dot_product_attention(q, k.narrow(1, 0, 1).repeat({1, 4, 1, 1}), v,
+                                                 torch::Tensor(), 1.0),
+                    Catch::Contains("heads a multiple of kv_heads"));
+}
+
+TEST_CASE("a described mask equals its tensor: fused in float32, explicit otherwise",
+          "[models][blocks][attention]") {
+  torch::manual_seed(4);
+  const torch::Tensor q = torch::randn({2, 6, 5, 8}, torch::kFloat64);
+  const torch::Tensor k = torch::randn({2, 2, 9, 8}, torch::kFloat64);
+  const torch::Tensor v = torch::randn({2, 2, 9, 8}, torch::kFloat64);
+  const torch::Tensor padding =
+      torch::tensor({{0, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 1, 1}});
+  for (const AttentionMask& mask :
+       {AttentionMask{{true, 0}, 4, {}}, AttentionMask{{true, 3}, 4, padding},
+        AttentionMask{{false, 0}, 0, padding}, AttentionMask{{true, 0}, 8, {}}}) {
+    INFO("causal " << mask.options.causal << " window " << mask.options.sliding_window << " offset "
+                   << mask.query_offset << " padded " << mask.key_padding.defined());
+    const torch::Tensor expected = eager(
+        q, k, v,
+        attention_mask(5, 9, mask.query_offset, mask.options, mask.key_padding, torch::kFloat64),
+        0.35);
+    CHECK(torch::allclose(scaled_dot_product_attention(q, k, v, mask, 0.35), expected, kTol, kTol));
+    const torch::Tensor fused = scaled_dot_product_attention(
+        q.to(torch::kFloat32), k.to(torch::kFloat32), v.to(torch::kFloat32), mask, 0.35);
+    CHECK(torch::allclose(fused.to(torch::kFloat64), expected, 1e-5, 1e-5));
+  }
 }
 
 TEST_CASE("cached decoding equals the whole prefix; left padding equals the row alone",
@@ -103,8 +127,7 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   auto full_run = [&](const torch::Tensor& input) {
     const int64_t t = input.size(1);
     auto [c, s] = rope.cos_sin(torch::arange(t));
-    return attention->forward(input, rope, c, s,
-                              attention_mask(t, t, 0, window, {}, torch::kFloat64));
+    return attention->forward(input, rope, c, s, AttentionMask{window, 0, {}});
   };
   const torch::Tensor full = full_run(x);
   // Step by step through a preallocated cache: 3 positions of prefill, then one at a time.
@@ -113,8 +136,8 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
   for (int64_t start = 0; start < 9;) {
     const int64_t n = start == 0 ? 3 : 1;
     auto [c, s] = rope.cos_sin(torch::arange(start, start + n));
-    const torch::Tensor m = attention_mask(n, start + n, start, window, {}, torch::kFloat64);
-    parts.push_back(attention->forward(x.narrow(1, start, n), rope, c, s, m, &cache));
+    parts.push_back(attention->forward(x.narrow(1, start, n), rope, c, s,
+                                       AttentionMask{window, start, {}}, &cache));
     start += n;
   }
   CHECK(cache.length() == 9);
@@ -132,8 +155,8 @@ TEST_CASE("cached decoding equals the whole prefix; left padding equals the row 
       torch::tensor({{1, 1, 1, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 1, 1, 1, 1, 1, 1}});
   const torch::Tensor positions = (padding.cumsum(1) - 1).clamp_min(0);
   auto [cb, sb] = rope.cos_sin(positions);
-  const torch::Tensor out = attention->forward(
-      batch, rope, cb, sb, attention_mask(9, 9, 0, window, padding, torch::kFloat64));
+  const torch::Tensor out =
+      attention->forward(batch, rope, cb, sb, AttentionMask{window, 0, padding});
   CHECK(torch::allclose(out[0], full[0], kTol, kTol));
   CHECK(torch::allclose(out[1].narrow(0, 3, 6), full_run(shorter)[0], kTol, kTol));
   CHECK(torch::isfinite(out).all().item<bool>());
@@ -156,8 +179,7 @@ TEST_CASE("a sliding-window ring equals the windowed mask; rows advance independ
   AttentionMaskOptions windowed;
   windowed.sliding_window = window;
   auto [c, s] = rope.cos_sin(torch::arange(length));
-  const torch::Tensor full = attention->forward(
-      x, rope, c, s, attention_mask(length, length, 0, windowed, {}, torch::kFloat64));
+  const torch::Tensor full = attention->forward(x, rope, c, s, AttentionMask{windowed, 0, {}});
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
 
   // Chunks of 3 (longer than nothing, shorter than the window), then single steps, then a
@@ -184,8 +206,9 @@ TEST_CASE("a sliding-window ring equals the windowed mask; rows advance independ
     torch::Tensor advancing = torch::tensor({fed[0] < length, fed[1] < length && tick % 2 == 0});
     const RingPositions::Step step = positions.plan(1, advancing, torch::kFloat64);
     auto [cs, ss] = rope.cos_sin(step.positions);
-    const torch::Tensor input = torch::stack(
-        {x[0][std::min(fed[0], length - 1)], x[1][std::min(fed[1], length - 1)]}).unsqueeze(1);
+    const torch::Tensor input =
+        torch::stack({x[0][std::min(fed[0], length - 1)], x[1][std::min(fed[1], length - 1)]})
+            .unsqueeze(1);
     const torch::Tensor out = attention->forward(input, rope, cs, ss, cache, step);
     positions.commit(step);
     for (int64_t r = 0; r < 2; ++r)

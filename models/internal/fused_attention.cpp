@@ -1,0 +1,145 @@
+#include "alto/models/internal/fused_attention.h"
+
+#include <ATen/record_function.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "alto/core/error.h"
+#include "alto/core/threading.h"
+#include "alto/models/internal/few_rows.h"
+
+namespace alto::models::kernels {
+
+namespace {
+
+// Queries per work item and keys per block: a block's scores (32 KiB) and its keys and values
+// stay in L2 while the 64 queries use them.
+constexpr int64_t kQueryTile = 64;
+constexpr int64_t kKeyBlock = 128;
+// Above this many queries per head the keys are packed transposed once per head, so that score
+// vectors are key vectors; a few-query step takes dot products with the keys as they lie.
+constexpr int64_t kPackAbove = 4;
+// Packed key rows are padded to a multiple of this (two AVX-512 vectors).
+constexpr int64_t kPackWidth = 32;
+
+// Pointers and strides (in floats) of one call; see attend() in the kernel.
+struct Problem {
+  const float* q;
+  int64_t q_batch, q_head, q_time;
+  const float* k;
+  int64_t k_batch, k_head, k_time;
+  const float* kt;  // keys transposed [B, KVH, D, keys padded], or null
+  int64_t kt_batch, kt_head, kt_row;
+  const float* v;
+  int64_t v_batch, v_head, v_time;
+  float* out;
+  int64_t out_batch, out_head, out_time;
+  const uint8_t* key_padding;  // [B, S] or null
+  int64_t heads, group, queries, keys, head_dim, tiles;
+  float scale;
+  AttentionBand band;
+};
+
+namespace avx512 {
+constexpr int kWidth = 16;
+#define ALTO_KERNEL __attribute__((target("avx512f,fma")))
+#include "alto/models/internal/fused_attention_kernel.inc"
+#undef ALTO_KERNEL
+}  // namespace avx512
+
+namespace avx2 {
+constexpr int kWidth = 8;
+#define ALTO_KERNEL __attribute__((target("avx2,fma")))
+#include "alto/models/internal/fused_attention_kernel.inc"
+#undef ALTO_KERNEL
+}  // namespace avx2
+
+namespace plain {
+constexpr int kWidth = 4;
+#define ALTO_KERNEL
+#include "alto/models/internal/fused_attention_kernel.inc"
+#undef ALTO_KERNEL
+}  // namespace plain
+
+}  // namespace
+
+bool fused_attention_fits(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  return q.dim() == 4 && k.dim() == 4 && k.sizes() == v.sizes() && q.size(0) == k.size(0) &&
+         q.size(3) == k.size(3) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 && q.size(2) > 0 &&
+         k.size(2) > 0 && q.size(3) > 0 && q.is_cpu() && k.is_cpu() && v.is_cpu() &&
+         q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
+         v.scalar_type() == torch::kFloat32 && q.layout() == torch::kStrided &&
+         k.layout() == torch::kStrided && v.layout() == torch::kStrided;
+}
+
+torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_in,
+                              const torch::Tensor& v_in, double scale, const AttentionBand& band,
+                              const torch::Tensor& key_padding) {
+  ALTO_CHECK(fused_attention_fits(q_in, k_in, v_in),
+             "fused_attention: q must be float32 CPU [batch, heads, T, D] and k, v [batch, "
+             "kv_heads, S, D] with heads a multiple of kv_heads, got ",
+             q_in.sizes(), " ", q_in.scalar_type(), ", ", k_in.sizes(), ", ", v_in.sizes());
+  // Seen by libtorch's profiler as an operator of its own (bench/whisper's time breakdown).
+  RECORD_FUNCTION("alto::fused_attention", std::vector<c10::IValue>());
+  ALTO_CHECK(band.window >= 0, "fused_attention: window must be >= 0, got ", band.window);
+  const int64_t batch = q_in.size(0), heads = q_in.size(1), queries = q_in.size(2);
+  const int64_t kv_heads = k_in.size(1), keys = k_in.size(2), head_dim = q_in.size(3);
+  // The kernel reads rows of D contiguous floats.
+  auto rows_contiguous = [](const torch::Tensor& t) {
+    return t.stride(3) == 1 ? t : t.contiguous();
+  };
+  const torch::Tensor q = rows_contiguous(q_in), k = rows_contiguous(k_in);
+  const torch::Tensor v = rows_contiguous(v_in);
+  torch::Tensor padding;
+  if (key_padding.defined()) {
+    ALTO_CHECK(
+        key_padding.dim() == 2 && key_padding.size(0) == batch && key_padding.size(1) == keys,
+        "fused_attention: key_padding must be [", batch, ", ", keys, "], got ",
+        key_padding.sizes());
+    padding = key_padding.to(torch::kCPU).ne(0).to(torch::kUInt8).contiguous();
+  }
+  torch::Tensor kt;
+  if (queries > kPackAbove) {
+    const int64_t padded = (keys + kPackWidth - 1) / kPackWidth * kPackWidth;
+    kt = torch::zeros({batch, kv_heads, head_dim, padded}, k.options());
+    kt.narrow(3, 0, keys).copy_(k.transpose(2, 3));
+  }
+  torch::Tensor out = torch::empty({batch, queries, heads, head_dim}, q.options());
+
+  Problem p{};
+  p.q = q.data_ptr<float>();
+  p.q_batch = q.stride(0), p.q_head = q.stride(1), p.q_time = q.stride(2);
+  p.k = k.data_ptr<float>();
+  p.k_batch = k.stride(0), p.k_head = k.stride(1), p.k_time = k.stride(2);
+  if (kt.defined()) {
+    p.kt = kt.data_ptr<float>();
+    p.kt_batch = kt.stride(0), p.kt_head = kt.stride(1), p.kt_row = kt.stride(2);
+  }
+  p.v = v.data_ptr<float>();
+  p.v_batch = v.stride(0), p.v_head = v.stride(1), p.v_time = v.stride(2);
+  p.out = out.data_ptr<float>();
+  p.out_batch = out.stride(0), p.out_head = out.stride(2), p.out_time = out.stride(1);
+  p.key_padding = padding.defined() ? padding.data_ptr<uint8_t>() : nullptr;
+  p.heads = heads, p.group = heads / kv_heads, p.queries = queries, p.keys = keys;
+  p.head_dim = head_dim, p.tiles = (queries + kQueryTile - 1) / kQueryTile;
+  p.scale = static_cast<float>(scale);
+  p.band = band;
+
+  const Isa isa = available_isa();
+  const int64_t items = batch * heads * p.tiles;
+  const size_t scratch_floats = 2 * kQueryTile * head_dim + kQueryTile * kKeyBlock + 2 * kQueryTile;
+  parallel_for(0, items, 1, [&](int64_t first, int64_t last) {
+    std::vector<float> scratch(scratch_floats);
+    if (isa >= Isa::kAvx512)
+      avx512::attend(p, first, last, scratch.data());
+    else if (isa >= Isa::kAvx2)
+      avx2::attend(p, first, last, scratch.data());
+    else
+      plain::attend(p, first, last, scratch.data());
+  });
+  return out.permute({0, 2, 1, 3});
+}
+
+}  // namespace alto::models::kernels
