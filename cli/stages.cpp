@@ -66,8 +66,6 @@ void start_stages() {
 
 void enable_stage_report() { stages().enabled = true; }
 
-bool stage_report_enabled() { return stages().enabled; }
-
 void stage(const std::string& name) {
   Stages& s = stages();
   s.close_current();

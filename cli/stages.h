@@ -13,7 +13,6 @@ namespace alto::cli {
 void start_stages();
 /// Turns the report on (the --verbose flag).
 void enable_stage_report();
-bool stage_report_enabled();
 /// Ends the current stage and begins `name`.
 void stage(const std::string& name);
 /// Prints the report to stderr when enabled, once.
