@@ -67,8 +67,8 @@ Audio load_audio_from_memory(const void* data, size_t size, const DecodeOptions&
   return drain(reader);
 }
 
-AudioInfo probe_audio(const std::string& path) {
-  auto decoder = detail::open_decoder(detail::Source{path}, std::nullopt);
+AudioInfo probe_audio(const std::string& path, const std::optional<RawPcmFormat>& raw) {
+  auto decoder = detail::open_decoder(detail::Source{path}, raw);
   AudioInfo info = decoder->info();
   info.frames = 0;
   for (Audio block; decoder->read(block);) info.frames += block.frames;

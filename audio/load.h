@@ -42,8 +42,10 @@ Audio load_audio(const std::string& path, const DecodeOptions& options = {});
 Audio load_audio_from_memory(const void* data, size_t size, const DecodeOptions& options = {},
                              const std::string& name = "<memory>");
 
-/// Container, codec, rate, channels and the exact decoded length of `path`.
-/// The length is counted by decoding, as FFmpeg reports it after encoder delay and padding.
-AudioInfo probe_audio(const std::string& path);
+/// Container, codec, rate, channels and the exact decoded length of `path` ("-" is standard
+/// input; `raw` describes headerless PCM). The length is counted by decoding, as FFmpeg reports
+/// it after encoder delay and padding.
+AudioInfo probe_audio(const std::string& path,
+                      const std::optional<RawPcmFormat>& raw = std::nullopt);
 
 }  // namespace alto::audio

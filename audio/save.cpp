@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
 #include "alto/core/error.h"
+#include "alto/core/internal/output_file.h"
 
 namespace alto::audio {
 
@@ -16,19 +18,24 @@ SaveFormat SaveFormat::for_path(const std::string& path) {
   auto dot = path.find_last_of('.');
   std::string ext = dot == std::string::npos ? "" : path.substr(dot + 1);
   std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-  return SaveFormat{ext == "flac" ? FileFormat::kFlac : FileFormat::kWav, SampleEncoding::kPcm16};
+  const FileFormat file = ext == "flac"                  ? FileFormat::kFlac
+                          : ext == "raw" || ext == "pcm" ? FileFormat::kRaw
+                                                         : FileFormat::kWav;
+  return SaveFormat{file, SampleEncoding::kPcm16};
 }
 
 std::string SaveFormat::to_string() const {
   const char* encodings[] = {"pcm16", "pcm24", "float32"};
-  return alto::detail::concat("SaveFormat(file=", file == FileFormat::kWav ? "wav" : "flac",
+  const char* files[] = {"wav", "flac", "raw"};
+  return alto::detail::concat("SaveFormat(file=", files[static_cast<int>(file)],
                               ", encoding=", encodings[static_cast<int>(encoding)], ")");
 }
 
 FileFormat parse_file_format(const std::string& name) {
   if (name == "wav") return FileFormat::kWav;
   if (name == "flac") return FileFormat::kFlac;
-  throw InvalidArgument("unknown file format \"" + name + "\" (expected wav or flac)");
+  if (name == "raw") return FileFormat::kRaw;
+  throw InvalidArgument("unknown file format \"" + name + "\" (expected wav, flac or raw)");
 }
 
 SampleEncoding parse_sample_encoding(const std::string& bits) {
@@ -60,6 +67,46 @@ std::vector<int32_t> to_int32(const Audio& audio, int bits) {
   return out;
 }
 
+// libsndfile writes into memory (WAV's header is finished by seeking back, which a pipe cannot
+// do); OutputFile then puts the bytes in place whole.
+struct MemoryFile {
+  std::vector<char> bytes;
+  sf_count_t position = 0;
+
+  static SF_VIRTUAL_IO io() {
+    SF_VIRTUAL_IO v;
+    v.get_filelen = [](void* self) -> sf_count_t {
+      return static_cast<sf_count_t>(static_cast<MemoryFile*>(self)->bytes.size());
+    };
+    v.seek = [](sf_count_t offset, int whence, void* self) -> sf_count_t {
+      auto* f = static_cast<MemoryFile*>(self);
+      const sf_count_t base = whence == SEEK_SET   ? 0
+                              : whence == SEEK_CUR ? f->position
+                                                   : static_cast<sf_count_t>(f->bytes.size());
+      f->position = std::max<sf_count_t>(0, base + offset);
+      return f->position;
+    };
+    v.read = [](void* out, sf_count_t count, void* self) -> sf_count_t {
+      auto* f = static_cast<MemoryFile*>(self);
+      const sf_count_t n =
+          std::clamp<sf_count_t>(static_cast<sf_count_t>(f->bytes.size()) - f->position, 0, count);
+      std::memcpy(out, f->bytes.data() + f->position, static_cast<size_t>(n));
+      f->position += n;
+      return n;
+    };
+    v.write = [](const void* in, sf_count_t count, void* self) -> sf_count_t {
+      auto* f = static_cast<MemoryFile*>(self);
+      if (f->position + count > static_cast<sf_count_t>(f->bytes.size()))
+        f->bytes.resize(static_cast<size_t>(f->position + count));
+      std::memcpy(f->bytes.data() + f->position, in, static_cast<size_t>(count));
+      f->position += count;
+      return count;
+    };
+    v.tell = [](void* self) -> sf_count_t { return static_cast<MemoryFile*>(self)->position; };
+    return v;
+  }
+};
+
 }  // namespace
 
 void save_audio(const std::string& path, const Audio& audio, const SaveFormat& format) {
@@ -84,8 +131,13 @@ void save_audio(const std::string& path, const Audio& audio, const SaveFormat& f
   const int subtype = format.encoding == SampleEncoding::kPcm16   ? SF_FORMAT_PCM_16
                       : format.encoding == SampleEncoding::kPcm24 ? SF_FORMAT_PCM_24
                                                                   : SF_FORMAT_FLOAT;
-  info.format = (format.file == FileFormat::kWav ? SF_FORMAT_WAV : SF_FORMAT_FLAC) | subtype;
-  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open(path.c_str(), SFM_WRITE, &info));
+  info.format = (format.file == FileFormat::kWav    ? SF_FORMAT_WAV
+                 : format.file == FileFormat::kFlac ? SF_FORMAT_FLAC
+                                                    : SF_FORMAT_RAW | SF_ENDIAN_LITTLE) |
+                subtype;
+  MemoryFile memory;
+  SF_VIRTUAL_IO io = MemoryFile::io();
+  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open_virtual(&io, SFM_WRITE, &info, &memory));
   ALTO_CHECK_AS(IoError, file != nullptr, path, ": cannot write ", format.to_string(), ": ",
                 sf_strerror(nullptr));
 
@@ -103,6 +155,9 @@ void save_audio(const std::string& path, const Audio& audio, const SaveFormat& f
   ALTO_CHECK_AS(IoError, written == audio.frames, path, ": short write (", written, " of ",
                 audio.frames, " frames): ", sf_strerror(file.get()));
   ALTO_CHECK_AS(IoError, sf_close(file.release()) == 0, path, ": cannot finish writing");
+  internal::OutputFile out(path);
+  out.write(memory.bytes.data(), memory.bytes.size(), "the audio");
+  out.commit();
 }
 
 }  // namespace alto::audio

@@ -8,12 +8,24 @@
 #include <optional>
 #include <string>
 
+#include "alto/audio/audio_tensor.h"
+#include "alto/audio/resample.h"
 #include "alto/core/checkpoint.h"
 #include "bindings/common.h"
 
 namespace alto::python {
 
 namespace {
+
+// Each [channels, samples] row of `x` [batch, channels, samples] from `from` Hz to `to` Hz.
+torch::Tensor resample_rows(const torch::Tensor& x, int from, int to) {
+  ALTO_CHECK(from > 0, "AudioTokenizer.encode: sampling_rate must be > 0, got ", from);
+  std::vector<torch::Tensor> rows;
+  const torch::Tensor cpu = x.to(torch::kCPU, torch::kFloat32);
+  for (int64_t b = 0; b < cpu.size(0); ++b)
+    rows.push_back(audio::to_tensor(audio::resample(audio::audio_from_tensor(cpu[b], from), to)));
+  return torch::stack(rows).to(x.device());
+}
 
 using tokenizers::AudioCodes;
 using tokenizers::AudioEncodeOptions;
@@ -137,8 +149,7 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
          "Loads a codec folder (config.json, model.safetensors). Raises alto.Unsupported naming "
          "the model_type for an architecture alto lacks.")
       .def_static(
-          "model_types",
-          [] { return registry_descriptions(tokenizers::audio_tokenizers()); },
+          "model_types", [] { return registry_descriptions(tokenizers::audio_tokenizers()); },
           "The registered codecs: {model_type: description}.")
       .def_property_readonly("model_type", &AudioTokenizer::model_type,
                              "config.json's model_type: \"encodec\", \"mimi\" or \"dac\".")
@@ -157,9 +168,18 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
       .def(
           "encode",
           [](const AudioTokenizer& t, const TensorArg& audio, double bandwidth,
-             int64_t num_quantizers, bool return_scales) -> py::object {
-            const torch::Tensor x = floating(audio.tensor, "AudioTokenizer.encode: audio", 3, 3);
+             int64_t num_quantizers, bool return_scales, std::optional<int> sampling_rate,
+             bool resample) -> py::object {
+            torch::Tensor x = floating(audio.tensor, "AudioTokenizer.encode: audio", 3, 3);
             check_finite(x, "AudioTokenizer.encode: audio");
+            ALTO_CHECK(sampling_rate || !resample,
+                       "AudioTokenizer.encode: resample=True needs the audio's sampling_rate");
+            if (sampling_rate && *sampling_rate != t.sample_rate()) {
+              ALTO_CHECK(resample, "AudioTokenizer.encode: the audio is at ", *sampling_rate,
+                         " Hz; this ", t.model_type(), " model takes ", t.sample_rate(),
+                         " Hz (pass resample=True, or load it at that rate)");
+              x = resample_rows(x, *sampling_rate, static_cast<int>(t.sample_rate()));
+            }
             const AudioEncodeOptions o = encode_options(bandwidth, num_quantizers);
             AudioCodes codes;
             {
@@ -172,7 +192,11 @@ it computes); streaming state lives in the AudioTokenizerStream objects stream()
           },
           py::arg("audio"), py::kw_only(), py::arg("bandwidth") = 0.0,
           py::arg("num_quantizers") = 0, py::arg("return_scales") = false,
+          py::arg("sampling_rate") = py::none(), py::arg("resample") = false,
           R"doc(audio: float [batch, channels, samples] at sample_rate -> int64 codes.
+
+sampling_rate: the audio's rate; another than the model's is refused, or with resample=True
+converted (soxr) first. None: the audio is taken to be at the model's rate.
 
 EnCodec: [chunks, batch, K, T] (transformers' audio_codes); Mimi and DAC: [batch, K, T].
 bandwidth (EnCodec, kbps, one of config.json's target_bandwidths; 0 = the smallest) and

@@ -348,7 +348,8 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
              int beam_size, const std::vector<double>& temperatures,
              std::optional<double> compression_ratio_threshold,
              std::optional<double> logprob_threshold, std::optional<double> no_speech_threshold,
-             bool condition_on_previous_text, const std::string& initial_prompt) {
+             bool condition_on_previous_text, const std::string& initial_prompt,
+             bool clamp_segments) {
             const torch::Tensor x = mono_wave(wave.tensor, "Whisper.transcribe");
             models::WhisperTranscribeOptions o;
             o.decoding = decoding_options(language, task, timestamps, beam_size, 1.0, std::nullopt,
@@ -359,6 +360,7 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
             o.no_speech_threshold = no_speech_threshold;
             o.condition_on_previous_text = condition_on_previous_text;
             o.initial_prompt = initial_prompt;
+            o.clamp_segments = clamp_segments;
             o.validate();
             models::WhisperTranscript t;
             {
@@ -379,13 +381,14 @@ Returns {"tokens": [int] (sampled, <|endoftext|> excluded), "language", "sum_log
           py::arg("temperatures") = std::vector<double>{0.0, 0.2, 0.4, 0.6, 0.8, 1.0},
           py::arg("compression_ratio_threshold") = 2.4, py::arg("logprob_threshold") = -1.0,
           py::arg("no_speech_threshold") = 0.6, py::arg("condition_on_previous_text") = true,
-          py::arg("initial_prompt") = "",
+          py::arg("initial_prompt") = "", py::arg("clamp_segments") = true,
           R"doc(Audio of any length -> text and timed segments, as openai-whisper's transcribe().
 
 wave: mono [samples] at 16 kHz (alto.load_audio(path, sample_rate=16000, mono=True)[0][0]).
 tokenizer: a folder or .tiktoken file; "" reads the model folder's. Returns {"text",
 "language", "segments": [{"start", "end", "text", "tokens", "temperature", "avg_logprob",
-"compression_ratio", "no_speech_prob"}]}.)doc")
+"compression_ratio", "no_speech_prob"}]}; clamp_segments=False keeps openai-whisper's segment
+times past the end of the audio. language: a code or an English name ("de", "German").)doc")
       .def("__repr__", [](const PyWhisper& w) {
         return "Whisper(" + w.model().config().to_string() + ", " +
                w.model().load_options().to_string() + ")";

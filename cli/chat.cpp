@@ -112,28 +112,30 @@ void reply(const AudioLanguageModel& model, const models::AudioLmInputs& inputs,
   }
   double decode_total = 0;
   for (double s : result.token_seconds) decode_total += s;
-  std::cout << nlohmann::json{
-                   {"model_type", model.model_type()},
-                   {"prompt", inputs.prompt},
-                   {"input_ids", to_vector(e.input_ids)},
-                   {"audio_tokens", inputs.audio_tokens},
-                   {"generated_ids", generated},
-                   {"text", text},
-                   {"timings",
-                    {{"audio_encode_s", encode_seconds},
-                     {"prefill_s", result.prefill_seconds},
-                     {"prefill_tokens_per_s", e.input_ids.size(1) / result.prefill_seconds},
-                     {"per_token_s", result.token_seconds},
-                     {"decode_tokens_per_s",
-                      decode_total > 0 ? result.token_seconds.size() / decode_total : 0.0}}}}
-                   .dump()
-            << "\n";
+  std::cout
+      << nlohmann::json{{"model_type", model.model_type()},
+                        {"prompt", inputs.prompt},
+                        {"input_ids", to_vector(e.input_ids)},
+                        {"audio_tokens", inputs.audio_tokens},
+                        {"generated_ids", generated},
+                        {"text", text},
+                        {"timings",
+                         {{"audio_encode_s", encode_seconds},
+                          {"prefill_s", result.prefill_seconds},
+                          {"prefill_tokens_per_s", e.input_ids.size(1) / result.prefill_seconds},
+                          {"per_token_s", result.token_seconds},
+                          {"decode_tokens_per_s",
+                           decode_total > 0 ? result.token_seconds.size() / decode_total : 0.0}}}}
+             .dump()
+      << "\n";
 }
 
 void run_chat(const ChatArgs& a) {
-  const auto model = AudioLanguageModel::from_pretrained(a.model, LoadOptions::parse(a.device, a.dtype));
+  const auto model =
+      AudioLanguageModel::from_pretrained(a.model, LoadOptions::parse(a.device, a.dtype));
   std::vector<models::ChatMessage> conversation;
-  if (!a.system.empty()) conversation.push_back({"system", {models::ChatPart::text_part(a.system)}});
+  if (!a.system.empty())
+    conversation.push_back({"system", {models::ChatPart::text_part(a.system)}});
   models::ChatMessage user{"user", {}};
   for (const std::string& path : a.audio)
     user.content.push_back(models::ChatPart::audio_part(load_clip(path, model->sampling_rate())));
@@ -155,11 +157,12 @@ void transcribe_with_audio_lm(const std::string& dir, const std::string& device,
   a.json = json;
   a.max_new_tokens = max_new_tokens;
   a.temperature = 0.0;
-  for (const std::string& input : inputs)
+  for_each_input(inputs, [&](const std::string& input) {
     reply(*model,
           model->transcription_inputs(load_clip(input, model->sampling_rate()),
                                       language == "auto" ? "" : language),
           a);
+  }).throw_if_failed();
 }
 
 void add_chat_command(CLI::App& app) {

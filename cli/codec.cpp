@@ -1,5 +1,7 @@
-// alto encode --model DIR IN -o OUT.safetensors [--bandwidth KBPS] [--num-quantizers N] [--stream]
-// alto decode --model DIR CODES.safetensors -o OUT.wav|OUT.safetensors [--stream]
+// alto encode --model DIR IN... -o OUT.safetensors|--output-dir DIR [--bandwidth KBPS]
+//             [--num-quantizers N] [--stream]
+// alto decode --model DIR CODES.safetensors... -o OUT.wav|.flac|.raw|.safetensors|-
+//             [--output-dir DIR] [--output-format ...] [--bits ...] [--stream]
 //
 // Any codec AudioTokenizer::from_pretrained knows (EnCodec, Mimi, DAC); the codes file holds
 // `codes` int64 in the layout transformers returns as audio_codes, `scales` when the codec
@@ -18,6 +20,8 @@
 #include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
 #include "commands.h"
+#include "console.h"
+#include "inputs.h"
 #include "stages.h"
 
 namespace alto::cli {
@@ -28,7 +32,10 @@ using tokenizers::AudioCodes;
 using tokenizers::AudioTokenizer;
 
 struct CodecArgs {
-  std::string model, device = "cpu", dtype = "float32", input, output;
+  std::string model, device = "cpu", dtype = "float32";
+  Inputs inputs;
+  RawAudioInput raw;
+  std::string output_format, bits;  // decode's audio output
   double bandwidth = 0;
   int64_t num_quantizers = 0;
   bool stream = false;
@@ -46,8 +53,10 @@ int64_t stream_chunk(const AudioTokenizer& codec) {
 
 // [1, channels, n] at the codec's rate: resampled by alto's loader; channels remixed to the
 // codec's (a mono codec takes the mean of all channels, a stereo one a mono file twice).
-torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
+torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path,
+                       const RawAudioInput& raw) {
   audio::DecodeOptions load;
+  raw.apply(load);
   load.sample_rate = static_cast<int>(codec.sample_rate());
   load.mono = codec.channels() == 1;
   torch::Tensor audio = audio::to_tensor(audio::load_audio(path, load));
@@ -57,118 +66,150 @@ torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path) {
   return audio.unsqueeze(0).contiguous();
 }
 
-void run_encode(const CodecArgs& a) {
-  ALTO_CHECK(ends_with(a.output, ".safetensors"), "alto encode writes -o OUT.safetensors, got ",
-             a.output);
-  stage("load model");
-  const auto codec = a.load();
-  tokenizers::AudioEncodeOptions options;
-  options.bandwidth = a.bandwidth;
-  options.num_quantizers = a.num_quantizers;
-  const int64_t codebooks = codec->num_codebooks(options);  // validates the options first
+void encode_one(const CodecArgs& a, const AudioTokenizer& codec,
+                const tokenizers::AudioEncodeOptions& options, const std::string& input,
+                size_t count) {
+  const std::string output = a.inputs.output_for(input, count, ".safetensors");
+  ALTO_CHECK(ends_with(output, ".safetensors") || output == "-",
+             "alto encode writes -o OUT.safetensors (or - for standard output), got ", output);
+  const int64_t codebooks = codec.num_codebooks(options);
   stage("read audio");
-  const torch::Tensor audio = load_for(*codec, a.input);
+  const torch::Tensor audio = load_for(codec, input, a.raw);
   stage("encode");
   AudioCodes codes;
   if (a.stream) {
-    auto stream = codec->stream(options);
+    auto stream = codec.stream(options);
     std::vector<torch::Tensor> parts;
-    const int64_t chunk = stream_chunk(*codec);
-    for (int64_t offset = 0; offset < audio.size(2); offset += chunk)
+    const int64_t chunk = stream_chunk(codec);
+    const double rate = static_cast<double>(codec.sample_rate());
+    ProgressBar bar(input, audio.size(2) / rate, "s");
+    for (int64_t offset = 0; offset < audio.size(2); offset += chunk) {
       parts.push_back(
           stream->encode_step(audio.narrow(2, offset, std::min(chunk, audio.size(2) - offset))));
+      bar.update(std::min(offset + chunk, audio.size(2)) / rate);
+    }
     if (torch::Tensor last = stream->encode_flush(); last.defined()) parts.push_back(last);
     codes.codes = torch::cat(parts, 2);
-    if (codec->chunked_codes()) codes.codes = codes.codes.unsqueeze(0);
+    if (codec.chunked_codes()) codes.codes = codes.codes.unsqueeze(0);
     codes.num_samples = audio.size(2);
   } else {
-    codes = codec->encode(audio, options);
+    codes = codec.encode(audio, options);
   }
   stage("write");
   std::vector<std::pair<std::string, torch::Tensor>> tensors = {
       {"codes", codes.codes.to(torch::kCPU, torch::kInt64).contiguous()}};
   if (codes.scales.defined())
     tensors.emplace_back("scales", codes.scales.to(torch::kCPU, torch::kFloat32).contiguous());
-  save_safetensors(a.output, tensors,
+  save_safetensors(output, tensors,
                    {{"model", a.model},
-                    {"model_type", codec->model_type()},
-                    {"sample_rate", std::to_string(codec->sample_rate())},
-                    {"frame_rate", std::to_string(codec->frame_rate())},
-                    {"channels", std::to_string(codec->channels())},
+                    {"model_type", codec.model_type()},
+                    {"sample_rate", std::to_string(codec.sample_rate())},
+                    {"frame_rate", std::to_string(codec.frame_rate())},
+                    {"channels", std::to_string(codec.channels())},
                     {"num_codebooks", std::to_string(codebooks)},
                     {"num_samples", std::to_string(codes.num_samples)},
-                    {"input", a.input},
+                    {"input", input},
                     {"producer", std::string("alto encode") + (a.stream ? " --stream" : "")}});
 }
 
-void run_decode(const CodecArgs& a) {
-  const bool wav = ends_with(a.output, ".wav");
-  ALTO_CHECK(wav || ends_with(a.output, ".safetensors"),
-             "alto decode writes -o OUT.wav or OUT.safetensors, got ", a.output);
+void run_encode(const CodecArgs& a) {
+  const std::vector<std::string> inputs = a.inputs.all();
+  a.inputs.check_outputs(inputs.size(), ".safetensors");
   stage("load model");
   const auto codec = a.load();
+  tokenizers::AudioEncodeOptions options;
+  options.bandwidth = a.bandwidth;
+  options.num_quantizers = a.num_quantizers;
+  codec->num_codebooks(options);  // validates the options before any input is read
+  for_each_input(inputs, [&](const std::string& input) {
+    encode_one(a, *codec, options, input, inputs.size());
+  }).throw_if_failed();
+}
+
+void decode_one(const CodecArgs& a, const AudioTokenizer& codec, const std::string& input,
+                size_t count) {
+  const std::string extension = a.output_format.empty() ? ".wav" : "." + a.output_format;
+  const std::string output = a.inputs.output_for(input, count, extension);
+  const bool tensors = a.output_format.empty() && ends_with(output, ".safetensors");
+  audio::SaveFormat format = audio::SaveFormat::for_path(output);
+  if (!a.output_format.empty()) format.file = audio::parse_file_format(a.output_format);
+  format.encoding = !a.bits.empty()                           ? audio::parse_sample_encoding(a.bits)
+                    : format.file == audio::FileFormat::kFlac ? audio::SampleEncoding::kPcm16
+                                                              : audio::SampleEncoding::kFloat32;
   stage("read codes");
-  const SafetensorsFile file(a.input);
-  ALTO_CHECK(file.contains("codes"), a.input, ": no tensor 'codes' (write it with alto encode)");
+  ALTO_CHECK(input != "-", "alto decode reads codes files (.safetensors), not standard input");
+  const SafetensorsFile file(input);
+  ALTO_CHECK(file.contains("codes"), input, ": no tensor 'codes' (write it with alto encode)");
   // Codes are indices into one model's codebooks: another codec's decode them into noise.
   if (auto it = file.metadata().find("model_type"); it != file.metadata().end())
-    ALTO_CHECK(it->second == codec->model_type(), a.input, " holds codes of a ", it->second,
-               " model; --model ", a.model, " is ", codec->model_type(),
+    ALTO_CHECK(it->second == codec.model_type(), input, " holds codes of a ", it->second,
+               " model; --model ", a.model, " is ", codec.model_type(),
                " (decode with the model that encoded them)");
   AudioCodes codes;
   codes.codes = file.tensor("codes");
-  ALTO_CHECK(codes.codes.scalar_type() == torch::kInt64, a.input,
+  ALTO_CHECK(codes.codes.scalar_type() == torch::kInt64, input,
              ": tensor 'codes' must be int64, got ", codes.codes.scalar_type());
   if (file.contains("scales")) codes.scales = file.tensor("scales").to(torch::kFloat32);
   if (auto it = file.metadata().find("num_samples"); it != file.metadata().end()) {
     try {
       codes.num_samples = std::stoll(it->second);
     } catch (const std::exception&) {
-      throw InvalidArgument(a.input + ": metadata num_samples '" + it->second +
+      throw InvalidArgument(input + ": metadata num_samples '" + it->second +
                             "' is not an integer");
     }
   }
   stage("decode");
   torch::Tensor audio;
   if (a.stream) {
-    const bool chunked = codec->chunked_codes();
-    ALTO_CHECK(!chunked || (codes.codes.dim() == 4 && codes.codes.size(0) == 1), a.input,
+    const bool chunked = codec.chunked_codes();
+    ALTO_CHECK(!chunked || (codes.codes.dim() == 4 && codes.codes.size(0) == 1), input,
                ": streaming decode takes codes [1, batch, K, frames] (one chunk), got ",
                codes.codes.sizes());
-    ALTO_CHECK(!codes.scales.defined(), a.input,
+    ALTO_CHECK(!codes.scales.defined(), input,
                ": codes with scales come from a normalising model, which does not stream");
     const torch::Tensor frames = chunked ? codes.codes[0] : codes.codes;
-    auto stream = codec->stream({}, frames.dim() == 3 ? frames.size(0) : 1);
+    auto stream = codec.stream({}, frames.dim() == 3 ? frames.size(0) : 1);
     std::vector<torch::Tensor> parts;
-    const int64_t step = stream_chunk(*codec) / codec->hop_length();
-    for (int64_t offset = 0; offset < frames.size(-1); offset += step)
+    const int64_t step = stream_chunk(codec) / codec.hop_length();
+    ProgressBar bar(input, frames.size(-1) / codec.frame_rate(), "s");
+    for (int64_t offset = 0; offset < frames.size(-1); offset += step) {
       parts.push_back(
           stream->decode_step(frames.narrow(-1, offset, std::min(step, frames.size(-1) - offset))));
+      bar.update(std::min(offset + step, frames.size(-1)) / codec.frame_rate());
+    }
     if (torch::Tensor last = stream->decode_flush(); last.defined()) parts.push_back(last);
     audio = torch::cat(parts, 2);
     if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
       audio = audio.narrow(2, 0, codes.num_samples);
   } else {
-    audio = codec->decode(codes);
+    audio = codec.decode(codes);
   }
   stage("write");
   audio = audio.to(torch::kCPU, torch::kFloat32).contiguous();
-  if (wav) {
-    ALTO_CHECK(audio.size(0) == 1, "alto decode writes one waveform to a .wav; the codes hold ",
-               audio.size(0), " (use .safetensors)");
-    audio::SaveFormat format;
-    format.encoding = audio::SampleEncoding::kFloat32;
-    audio::save_audio(a.output,
-                      audio::audio_from_tensor(audio[0], static_cast<int>(codec->sample_rate())),
-                      format);
-  } else {
-    save_safetensors(a.output, {{"audio", audio}},
+  if (tensors) {
+    save_safetensors(output, {{"audio", audio}},
                      {{"model", a.model},
-                      {"model_type", codec->model_type()},
-                      {"sample_rate", std::to_string(codec->sample_rate())},
-                      {"input", a.input},
+                      {"model_type", codec.model_type()},
+                      {"sample_rate", std::to_string(codec.sample_rate())},
+                      {"input", input},
                       {"producer", std::string("alto decode") + (a.stream ? " --stream" : "")}});
+    return;
   }
+  ALTO_CHECK(audio.size(0) == 1,
+             "alto decode writes one waveform to an audio file; the codes hold ", audio.size(0),
+             " (write .safetensors)");
+  audio::save_audio(
+      output, audio::audio_from_tensor(audio[0], static_cast<int>(codec.sample_rate())), format);
+}
+
+void run_decode(const CodecArgs& a) {
+  const std::vector<std::string> inputs = a.inputs.all();
+  a.inputs.check_outputs(inputs.size(), ".wav");
+  stage("load model");
+  const auto codec = a.load();
+  for_each_input(inputs, [&](const std::string& input) {
+    decode_one(a, *codec, input, inputs.size());
+  }).throw_if_failed();
 }
 
 void add_model_options(CLI::App* cmd, CodecArgs& a) {
@@ -186,12 +227,14 @@ void add_encode_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("encode", "Audio to codec codes (EnCodec, Mimi, DAC)");
   auto a = std::make_shared<CodecArgs>();
   add_model_options(cmd, *a);
-  cmd->add_option("input", a->input,
-                  "Audio file (any format; resampled and remixed to the codec's rate and channels)")
+  a->inputs
+      .add_to(cmd,
+              "Audio files (any format, '-' for standard input; resampled and remixed to the "
+              "codec's rate and channels)",
+              "Output .safetensors (or - for standard output): codes int64 (transformers' "
+              "audio_codes layout), scales")
       ->required();
-  cmd->add_option("-o,--output", a->output,
-                  "Output .safetensors: codes int64 (transformers' audio_codes layout), scales")
-      ->required();
+  a->raw.add_to(cmd);
   cmd->add_option("--bandwidth", a->bandwidth,
                   "EnCodec target bandwidth in kbps (default: the model's smallest)");
   cmd->add_option("--num-quantizers", a->num_quantizers,
@@ -203,10 +246,16 @@ void add_decode_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("decode", "Codec codes back to audio (EnCodec, Mimi, DAC)");
   auto a = std::make_shared<CodecArgs>();
   add_model_options(cmd, *a);
-  cmd->add_option("input", a->input, "Codes .safetensors written by alto encode")->required();
-  cmd->add_option("-o,--output", a->output,
-                  "Output .wav (float32) or .safetensors (tensor audio float32 [1, C, N])")
+  a->inputs
+      .add_to(cmd, "Codes .safetensors files written by alto encode",
+              "Output .wav, .flac, .raw (headerless PCM), - (standard output, WAV unless "
+              "--output-format) or .safetensors (tensor audio float32 [1, C, N])")
       ->required();
+  cmd->add_option("--output-format", a->output_format,
+                  "wav, flac or raw, whatever the output's name (default: from its extension)")
+      ->check(CLI::IsMember({"wav", "flac", "raw"}));
+  cmd->add_option("--bits", a->bits, "16, 24 or 32f (default 32f; FLAC 16)")
+      ->check(CLI::IsMember({"16", "24", "32f"}));
   cmd->callback([a] { run_decode(*a); });
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "inputs.h"
+
 namespace alto::cli {
 
 /// Whether `s` ends with `tail` (an output's extension: ".wav", ".safetensors").
@@ -27,7 +29,8 @@ void add_speak_command(CLI::App& app);
 
 /// Whether `dir` is an audio LM (alto transcribe hands those to transcribe_with_audio_lm).
 bool is_audio_lm(const std::string& dir);
-/// Each input through the audio LM's transcription prompt, greedy; text or --json per input.
+/// Each input through the audio LM's transcription prompt, greedy; text or --json per input;
+/// a failing input is reported and the others still run.
 void transcribe_with_audio_lm(const std::string& dir, const std::string& device,
                               const std::string& dtype, const std::vector<std::string>& inputs,
                               const std::string& language, bool json,
@@ -39,8 +42,7 @@ struct SpeechToTextCliOptions {
   std::vector<std::string> inputs;
   bool json = false, srt = false, vtt = false, timestamps = false;
   bool stream = false, no_pace = false, resample = false;
-  std::string format;  // raw PCM sample format (s16le, f32le, ...); empty: a container
-  int rate = 0, channels = 0;
+  RawAudioInput raw;  // headerless PCM input
 };
 /// Whether `dir` holds a Kyutai speech-to-text checkpoint.
 bool is_speech_to_text(const std::string& dir);

@@ -1,9 +1,9 @@
-// alto features IN... -o OUT.safetensors (--extractor NAME [--OPTION VALUE]... | --config JSON)
+// alto features IN... -o OUT.safetensors|--output-dir DIR (--extractor NAME [--OPTION VALUE]... |
+//                --config JSON)
 // The extractors and their option flags come from the features registry: every field of every
 // registered extractor is a flag (`sample_frequency` -> --sample-frequency, plus its aliases).
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -19,6 +19,7 @@
 #include "alto/core/safetensors.h"
 #include "alto/features/feature_extractor.h"
 #include "commands.h"
+#include "inputs.h"
 #include "stages.h"
 
 namespace alto::cli {
@@ -28,8 +29,9 @@ namespace {
 using namespace alto::features;
 
 struct FeaturesArgs {
-  std::vector<std::string> inputs;
-  std::string output, extractor, config;
+  Inputs inputs;
+  RawAudioInput raw;
+  std::string extractor, config;
   bool resample = false;
   double waveform_scale = 1.0;
   bool no_pad = false;
@@ -54,7 +56,7 @@ void read_command_line(const CLI::App& cmd, const CLI::Option* inputs_option, Fe
   for (const CLI::Option* option : cmd.parse_order()) {
     const size_t k = seen[option]++;
     if (option == inputs_option) {
-      inputs.push_back(a.inputs.at(k));
+      inputs.push_back(a.inputs.files.at(k));
       continue;
     }
     auto flag = flag_of_option.find(option);
@@ -67,7 +69,7 @@ void read_command_line(const CLI::App& cmd, const CLI::Option* inputs_option, Fe
     }
     a.given[flag->second] = text;
   }
-  a.inputs = inputs;
+  a.inputs.files = inputs;
 }
 
 std::string flag_of(const std::string& field_name) {
@@ -86,56 +88,85 @@ std::shared_ptr<const FeatureExtractor> make_extractor(const FeaturesArgs& a) {
 void run_features(const FeaturesArgs& a) {
   ALTO_CHECK(a.extractor.empty() != a.config.empty(),
              "give exactly one of --extractor and --config");
+  const std::vector<std::string> inputs = a.inputs.all();
+  ALTO_CHECK(!inputs.empty(), "alto features: give at least one input file");
+  ALTO_CHECK(a.inputs.output.empty() || a.inputs.output_dir.empty(),
+             "give -o or --output-dir, not both");
   stage("build extractor");
   const auto extractor = make_extractor(a);
-  stage("read audio");
   audio::DecodeOptions load;
   load.mono = true;  // the extractors take mono audio: channels are averaged
   if (a.resample) load.sample_rate = extractor->sampling_rate();
-  const bool progress = a.inputs.size() > 1 && isatty(STDERR_FILENO);
-  std::vector<torch::Tensor> clips;
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    if (progress) std::cerr << "\r[" << i + 1 << "/" << a.inputs.size() << "] " << a.inputs[i];
-    const audio::Audio audio = audio::load_audio(a.inputs[i], load);
+  a.raw.apply(load);
+  auto read = [&](const std::string& input) {
+    stage("read audio");
+    const audio::Audio audio = audio::load_audio(input, load);
     try {
       extractor->check_sampling_rate(audio.sample_rate);
     } catch (const Error& e) {
-      throw InvalidArgument(a.inputs[i] + ": " + e.what());
+      throw InvalidArgument(input + ": " + e.what());
     }
     torch::Tensor wave = audio::to_tensor(audio)[0];
-    if (a.waveform_scale != 1.0) wave = wave * a.waveform_scale;
-    clips.push_back(wave);
+    return a.waveform_scale != 1.0 ? wave * a.waveform_scale : wave;
+  };
+  auto padding_for = [&](size_t clips) {
+    PaddingOptions padding;
+    // Where the extractor has an attention mask, it is written.
+    if (extractor->name() == "whisper" || extractor->name() == "seamless-m4t" ||
+        extractor->name() == "wav2vec2")
+      padding.return_attention_mask = true;
+    if (extractor->name() == "whisper" && a.no_pad) {
+      padding.padding = PaddingOptions::Strategy::kLongest;
+      padding.truncation = false;
+    }
+    if (extractor->name() == "wav2vec2" && clips > 1)
+      padding.padding = PaddingOptions::Strategy::kLongest;
+    return padding;
+  };
+  auto write = [&](const std::string& output, const BatchFeature& out,
+                   const std::vector<std::string>& sources) {
+    stage("write");
+    std::map<std::string, std::string> metadata;
+    metadata["extractor"] = extractor->name();
+    for (const auto& [key, value] : extractor->option_list())
+      metadata[key] = std::holds_alternative<std::string>(value) ? std::get<std::string>(value)
+                                                                 : format_option_value(value);
+    metadata["inputs"] = nlohmann::json(sources).dump();
+    metadata["input_name"] = out.name;
+    metadata["waveform_scale"] = format_number(a.waveform_scale);
+    metadata["no_pad"] = a.no_pad ? "true" : "false";
+    if (!a.config.empty()) metadata["config"] = a.config;
+    metadata["producer"] = "alto features";
+    std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"features", out.input_features}};
+    if (out.attention_mask.defined()) tensors.emplace_back("attention_mask", out.attention_mask);
+    save_safetensors(output, tensors, metadata);
+  };
+  if (!a.inputs.output_dir.empty()) {  // a file per input
+    for_each_input(inputs, [&](const std::string& input) {
+      const std::string output = a.inputs.output_for(input, inputs.size(), ".safetensors");
+      const torch::Tensor clip = read(input);
+      stage("features");
+      write(output, extractor->compute_one(clip, padding_for(1)), {input});
+    }).throw_if_failed();
+    return;
   }
-  if (progress) std::cerr << "\n";
-  PaddingOptions padding;
-  // Where the extractor has an attention mask, it is written.
-  if (extractor->name() == "whisper" || extractor->name() == "seamless-m4t" ||
-      extractor->name() == "wav2vec2")
-    padding.return_attention_mask = true;
-  if (extractor->name() == "whisper" && a.no_pad) {
-    padding.padding = PaddingOptions::Strategy::kLongest;
-    padding.truncation = false;
+  // One padded batch of the inputs that could be read.
+  a.inputs.check_outputs(1, ".safetensors");
+  std::vector<torch::Tensor> clips;
+  std::vector<std::string> sources;
+  const BatchOutcome outcome = for_each_input(inputs, [&](const std::string& input) {
+    clips.push_back(read(input));
+    sources.push_back(input);
+  });
+  if (!clips.empty()) {
+    stage("features");
+    const PaddingOptions padding = padding_for(clips.size());
+    write(a.inputs.output,
+          clips.size() == 1 ? extractor->compute_one(clips[0], padding)
+                            : extractor->compute_batch(clips, padding),
+          sources);
   }
-  if (extractor->name() == "wav2vec2" && clips.size() > 1)
-    padding.padding = PaddingOptions::Strategy::kLongest;
-  stage("features");
-  BatchFeature out = clips.size() == 1 ? extractor->compute_one(clips[0], padding)
-                                       : extractor->compute_batch(clips, padding);
-  stage("write");
-  std::map<std::string, std::string> metadata;
-  metadata["extractor"] = extractor->name();
-  for (const auto& [key, value] : extractor->option_list())
-    metadata[key] = std::holds_alternative<std::string>(value) ? std::get<std::string>(value)
-                                                               : format_option_value(value);
-  metadata["inputs"] = nlohmann::json(a.inputs).dump();
-  metadata["input_name"] = out.name;
-  metadata["waveform_scale"] = format_number(a.waveform_scale);
-  metadata["no_pad"] = a.no_pad ? "true" : "false";
-  if (!a.config.empty()) metadata["config"] = a.config;
-  metadata["producer"] = "alto features";
-  std::vector<std::pair<std::string, torch::Tensor>> tensors = {{"features", out.input_features}};
-  if (out.attention_mask.defined()) tensors.emplace_back("attention_mask", out.attention_mask);
-  save_safetensors(a.output, tensors, metadata);
+  outcome.throw_if_failed();
 }
 
 }  // namespace
@@ -147,9 +178,10 @@ void add_features_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("features", "Compute features (" + names + ") to safetensors");
   auto a = std::make_shared<FeaturesArgs>();
   // Not required here: read_command_line may take an input back from a flag.
-  CLI::Option* inputs =
-      cmd->add_option("inputs", a->inputs, "Audio files; several make one padded batch");
-  cmd->add_option("-o,--output", a->output, "Output .safetensors (tensor 'features')")->required();
+  CLI::Option* inputs = a->inputs.add_to(
+      cmd, "Audio files ('-' is standard input); several make one padded batch (-o)",
+      "Output .safetensors (tensor 'features'; - for standard output)");
+  a->raw.add_to(cmd);
   cmd->add_option("--extractor", a->extractor, "Extractor: " + names)
       ->check(CLI::IsMember(registry.keys()));
   cmd->add_option("--config", a->config, "A preprocessor_config.json (or its model folder)");
@@ -194,7 +226,6 @@ void add_features_command(CLI::App& app) {
   }
   cmd->callback([a, cmd, inputs] {
     read_command_line(*cmd, inputs, *a);
-    ALTO_CHECK(!a->inputs.empty(), "alto features: give at least one input file");
     run_features(*a);
   });
 }

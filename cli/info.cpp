@@ -10,6 +10,7 @@
 #include "alto/core/system_info.h"
 #include "alto/core/threading.h"
 #include "commands.h"
+#include "inputs.h"
 
 namespace alto::cli {
 namespace {
@@ -63,21 +64,25 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "info",
       "Print container, codec, rate, channels and duration; with no file, the CPU and BLAS");
-  auto files = std::make_shared<std::vector<std::string>>();
+  auto inputs = std::make_shared<Inputs>();
+  auto raw = std::make_shared<RawAudioInput>();
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("files", *files, "Audio or video files ('-' is standard input)");
+  inputs->add_to(cmd, "Audio or video files ('-' is standard input)");
+  raw->add_to(cmd);
   cmd->add_flag("--json", *json,
                 "One JSON array with an object per file (one object with no file)");
-  cmd->callback([files, json] {
-    if (files->empty()) {
+  cmd->callback([inputs, raw, json] {
+    const std::vector<std::string> files = inputs->all();
+    if (files.empty()) {
       print_runtime(*json);
       return;
     }
-    std::vector<audio::AudioInfo> infos;
-    for (const auto& path : *files) infos.push_back(audio::probe_audio(path));
-    if (*json) {
-      auto out = nlohmann::json::array();
-      for (const auto& i : infos)
+    audio::DecodeOptions options;
+    raw->apply(options);
+    auto out = nlohmann::json::array();
+    const BatchOutcome outcome = for_each_input(files, [&](const std::string& path) {
+      const audio::AudioInfo i = audio::probe_audio(path, options.raw);
+      if (*json) {
         out.push_back({{"path", i.path},
                        {"container", i.container},
                        {"codec", i.codec},
@@ -85,15 +90,15 @@ void add_info_command(CLI::App& app) {
                        {"channels", i.channels},
                        {"frames", i.frames},
                        {"duration_seconds", i.duration_seconds()}});
-      std::cout << out.dump(2) << "\n";
-      return;
-    }
-    for (const auto& i : infos) {
+        return;
+      }
       std::cout << i.path << ": " << i.container << ", " << i.codec << ", " << i.sample_rate
                 << " Hz, " << i.channels << " channel" << (i.channels == 1 ? "" : "s") << ", "
                 << std::fixed << std::setprecision(3) << i.duration_seconds() << " s (" << i.frames
-                << " frames)\n";
-    }
+                << " frames)" << std::endl;
+    });
+    if (*json) std::cout << out.dump(2) << "\n";
+    outcome.throw_if_failed();
   });
 }
 

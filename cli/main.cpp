@@ -11,14 +11,9 @@
 #include "alto/core/system_info.h"
 #include "alto/core/threading.h"
 #include "commands.h"
+#include "console.h"
+#include "inputs.h"
 #include "stages.h"
-
-namespace {
-
-// The first line of an error's text: libtorch's messages go on with a C++ backtrace.
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   alto::cli::start_stages();
@@ -35,6 +30,7 @@ int main(int argc, char** argv) {
                "errors");
   app.parse_complete_callback([&] {
     alto::set_num_threads(threads);
+    alto::cli::set_verbose(verbose);
     if (verbose) alto::cli::enable_stage_report();
   });
   app.set_version_flag("--version", [] {
@@ -67,13 +63,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::cerr << "alto: " << e.what() << " (see alto --help)\n";
     return 1;
-  } catch (const alto::Error& e) {
-    std::cerr << "alto: error: " << e.what() << "\n";
-    status = 1;
+  } catch (const alto::cli::InputsFailed&) {
+    status = 1;  // each failure has had its line
   } catch (const std::exception& e) {
-    const std::string text = e.what(), line = first_line(text);
-    std::cerr << "alto: internal error: " << (verbose ? text : line)
-              << (verbose || line == text ? "" : " (--verbose prints the full text)") << "\n";
+    std::cerr << "alto: " << alto::cli::error_line(e) << "\n";
     status = 1;
   }
   alto::cli::print_stage_report();

@@ -54,9 +54,8 @@ ChatMessage context_turn(const std::string& spec, const std::string& speaker, co
       torch::Tensor codes = file.tensor("codes");
       // alto encode writes transformers' audio_codes [1, K, frames].
       if (codes.dim() == 3 && codes.size(0) == 1) codes = codes[0];
-      clip = ChatPart::codes_part(codes.narrow(0, 0, std::min<int64_t>(
-                                                         codes.size(0),
-                                                         model.config().num_codebooks)));
+      clip = ChatPart::codes_part(
+          codes.narrow(0, 0, std::min<int64_t>(codes.size(0), model.config().num_codebooks)));
     } else {
       audio::DecodeOptions load;
       load.mono = true;
@@ -86,7 +85,8 @@ void run_speak(const SpeakArgs& a) {
   ALTO_CHECK(to_stdout || ends_with(a.output, ".wav") || ends_with(a.output, ".flac"),
              "alto speak writes -o OUT.wav, OUT.flac or - (raw PCM on stdout), got '", a.output,
              "'");
-  ALTO_CHECK(!(to_stdout && a.json), "--json prints to stdout, where -o - writes the audio: "
+  ALTO_CHECK(!(to_stdout && a.json),
+             "--json prints to stdout, where -o - writes the audio: "
              "write the audio to a file");
   std::vector<ChatMessage> conversation;
   for (const std::string& spec : a.contexts)
@@ -106,17 +106,17 @@ void run_speak(const SpeakArgs& a) {
   options.on_frame = [&](const models::CsmFrame& frame) {
     if (to_stdout && frame.audio.defined()) write_pcm(frame.audio);
     if (bar)
-      std::cerr << "\r" << frame.index + 1 << "/" << config.backbone.max_new_tokens
-                << " frames, " << (frame.index + 1) * frame_seconds << " s of audio"
-                << std::flush;
+      std::cerr << "\r" << frame.index + 1 << "/" << config.backbone.max_new_tokens << " frames, "
+                << (frame.index + 1) * frame_seconds << " s of audio" << std::flush;
     return true;
   };
   const models::CsmGeneration out = model->generate(inputs, config, options);
   if (bar) std::cerr << "\n";
   if (!to_stdout) {
-    audio::save_audio(a.output, audio::audio_from_tensor(out.audio.unsqueeze(0),
-                                                         static_cast<int>(model->sampling_rate())),
-                      audio::SaveFormat::for_path(a.output));
+    audio::save_audio(
+        a.output,
+        audio::audio_from_tensor(out.audio.unsqueeze(0), static_cast<int>(model->sampling_rate())),
+        audio::SaveFormat::for_path(a.output));
   }
   const double total = std::chrono::duration<double>(clock::now() - started).count();
   double generating = out.prefill_seconds;
@@ -136,10 +136,10 @@ void run_speak(const SpeakArgs& a) {
     rows.emplace_back(codes[f].data_ptr<int64_t>(), codes[f].data_ptr<int64_t>() + codes.size(1));
   std::cout << nlohmann::json{{"model_type", "csm"},
                               {"prompt", inputs.prompt},
-                              {"input_ids", std::vector<int64_t>(
-                                                inputs.input_ids.data_ptr<int64_t>(),
-                                                inputs.input_ids.data_ptr<int64_t>() +
-                                                    inputs.input_ids.numel())},
+                              {"input_ids",
+                               std::vector<int64_t>(inputs.input_ids.data_ptr<int64_t>(),
+                                                    inputs.input_ids.data_ptr<int64_t>() +
+                                                        inputs.input_ids.numel())},
                               {"codes", rows},
                               {"frames", codes.size(0)},
                               {"ended", out.ended},

@@ -6,7 +6,6 @@
 // inputs with --stream run as concurrent streams of one batch.
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +22,7 @@
 #include "alto/core/safetensors.h"
 #include "alto/models/kyutai_speech_to_text/speech_to_text_stream.h"
 #include "commands.h"
+#include "console.h"
 
 namespace alto::cli {
 
@@ -42,28 +42,13 @@ audio::DecodeOptions decode_options(const SpeechToTextCliOptions& o, int model_r
   audio::DecodeOptions d;
   d.mono = true;
   if (o.resample) d.sample_rate = model_rate;
-  if (!o.format.empty()) {
-    ALTO_CHECK(o.rate > 0 && o.channels > 0, "--format ", o.format,
-               " (raw PCM) needs --rate R and --channels C");
-    d.raw = audio::RawPcmFormat{o.format, o.rate, o.channels};
-  }
+  o.raw.apply(d);
   return d;
 }
 
 void check_rate(const std::string& input, int rate, int model_rate) {
   ALTO_CHECK(rate == model_rate, input, " is at ", rate, " Hz, the model takes ", model_rate,
              " Hz: pass --resample to convert it");
-}
-
-std::string clock_text(double seconds, char decimal, bool always_hours) {
-  const int64_t ms = std::llround(seconds * 1000.0);
-  char buffer[32];
-  const long long h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, f = ms % 1000;
-  if (always_hours || h > 0)
-    std::snprintf(buffer, sizeof buffer, "%02lld:%02lld:%02lld%c%03lld", h, m, s, decimal, f);
-  else
-    std::snprintf(buffer, sizeof buffer, "%02lld:%02lld%c%03lld", m, s, decimal, f);
-  return buffer;
 }
 
 nlohmann::json word_json(const TimedWord& w) {
@@ -92,16 +77,16 @@ void print_transcript(const SpeechToTextCliOptions& o, const std::string& input,
   if (o.json) {
     nlohmann::json words = nlohmann::json::array();
     for (const auto& w : t.words) words.push_back(word_json(w));
-    nlohmann::json out{{"file", input}, {"text", t.text}, {"words", words},
-                       {"token_ids", t.token_ids}};
+    nlohmann::json out{
+        {"file", input}, {"text", t.text}, {"words", words}, {"token_ids", t.token_ids}};
     out.update(extra);
     std::cout << out.dump() << "\n";
   } else if (o.srt || o.vtt) {
     print_subtitles(t.words, o.srt);
   } else if (o.timestamps) {
     for (const auto& w : t.words)
-      std::cout << "[" << clock_text(w.start, '.', false) << " --> "
-                << clock_text(w.end, '.', false) << "] " << w.text << "\n";
+      std::cout << "[" << clock_text(w.start) << " --> " << clock_text(w.end) << "] " << w.text
+                << "\n";
   } else {
     std::cout << t.text << "\n";
   }
@@ -113,8 +98,7 @@ SpeechToTextTranscript transcribe_offline(const std::shared_ptr<const KyutaiSpee
                                           const std::string& input) {
   if (is_codes_file(input)) {
     const SafetensorsFile file(input);
-    ALTO_CHECK(file.contains("codes"), input,
-               ": no tensor 'codes' (write it with alto encode)");
+    ALTO_CHECK(file.contains("codes"), input, ": no tensor 'codes' (write it with alto encode)");
     const torch::Tensor codes = file.tensor("codes");
     ALTO_CHECK(codes.scalar_type() == torch::kInt64 && codes.dim() == 3 && codes.size(0) == 1 &&
                    codes.size(1) == model->config().num_codebooks,
@@ -128,19 +112,13 @@ SpeechToTextTranscript transcribe_offline(const std::shared_ptr<const KyutaiSpee
   const torch::Tensor samples = audio::to_tensor(wave)[0];
   // Through a stream (equal to the offline pass) so that a long file shows its progress.
   models::SpeechToTextStream stream(model);
-  const bool bar = isatty(STDERR_FILENO);
+  ProgressBar bar(input, static_cast<double>(samples.size(0)) / rate, "s");
   const int64_t chunk = 10 * rate;
   for (int64_t at = 0; at < samples.size(0); at += chunk) {
     stream.accept_waveform(rate, samples.narrow(0, at, std::min(chunk, samples.size(0) - at)));
-    if (bar) {
-      const double done = static_cast<double>(std::min(at + chunk, samples.size(0))) / rate;
-      std::fprintf(stderr, "\r%s %7.1f / %.1f s", input.c_str(), done,
-                   static_cast<double>(samples.size(0)) / rate);
-      std::fflush(stderr);
-    }
+    bar.update(static_cast<double>(std::min(at + chunk, samples.size(0))) / rate);
   }
   stream.input_finished();
-  if (bar) std::fprintf(stderr, "\n");
   return stream.transcript();
 }
 
@@ -162,7 +140,8 @@ void transcribe_streams(const std::shared_ptr<const KyutaiSpeechToText>& model,
     slots.push_back(batch.open());
   }
   // Standard input arrives at its own pace; files are read as if they were live.
-  const bool pace = !o.no_pace && std::find(o.inputs.begin(), o.inputs.end(), "-") == o.inputs.end();
+  const bool pace =
+      !o.no_pace && std::find(o.inputs.begin(), o.inputs.end(), "-") == o.inputs.end();
   std::vector<std::vector<double>> latencies(n);
   std::vector<double> audio_seconds(n, 0);
   const auto start = Clock::now();
@@ -212,8 +191,10 @@ void transcribe_streams(const std::shared_ptr<const KyutaiSpeechToText>& model,
     const double rtf = audio_seconds[i] > 0 ? wall / audio_seconds[i] : 0;
     if (o.json) {
       print_transcript(o, o.inputs[i], batch.transcript(slots[i]),
-                       {{"real_time_factor", rtf}, {"mean_word_latency", mean},
-                        {"max_word_latency", worst}, {"audio_seconds", audio_seconds[i]}});
+                       {{"real_time_factor", rtf},
+                        {"mean_word_latency", mean},
+                        {"max_word_latency", worst},
+                        {"audio_seconds", audio_seconds[i]}});
     } else {
       std::fprintf(stderr,
                    "%s: %.1f s of audio, real-time factor %.3f (%s), word latency behind the "
@@ -230,10 +211,12 @@ bool is_speech_to_text(const std::string& dir) { return KyutaiSpeechToText::reco
 
 void transcribe_with_speech_to_text(const SpeechToTextCliOptions& o) {
   ALTO_CHECK(o.srt + o.vtt + o.json <= 1, "give at most one of --json, --srt, --vtt");
-  const auto model = KyutaiSpeechToText::from_pretrained(o.model, LoadOptions::parse(o.device, o.dtype));
+  const auto model =
+      KyutaiSpeechToText::from_pretrained(o.model, LoadOptions::parse(o.device, o.dtype));
   if (o.stream) return transcribe_streams(model, o);
-  for (const std::string& input : o.inputs)
+  for_each_input(o.inputs, [&](const std::string& input) {
     print_transcript(o, input, transcribe_offline(model, o, input), nlohmann::json::object());
+  }).throw_if_failed();
 }
 
 }  // namespace alto::cli

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -26,7 +27,14 @@ struct Stages {
 
   void close_current() {
     if (current.empty()) return;
-    done.emplace_back(current, std::chrono::duration<double>(Clock::now() - current_start).count());
+    const double seconds = std::chrono::duration<double>(Clock::now() - current_start).count();
+    // A batch repeats its stages: each name sums over the inputs, in order of first use.
+    auto same =
+        std::find_if(done.begin(), done.end(), [&](const auto& d) { return d.first == current; });
+    if (same == done.end())
+      done.emplace_back(current, seconds);
+    else
+      same->second += seconds;
     current.clear();
   }
 };

@@ -1,9 +1,12 @@
-// alto tokenize --tokenizer DIR [--json] TEXT
-// alto tokenize --tokenizer DIR --decode [--skip-special-tokens] ID...
+// alto tokenize --tokenizer DIR [--json] TEXT|-
+// alto tokenize --tokenizer DIR --decode [--skip-special-tokens] ID...|-
+// "-" reads the text (or the ids, separated by white space) from standard input.
 
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -21,10 +24,23 @@ struct TokenizeArgs {
   bool json = false, decode = false, skip_special_tokens = false;
 };
 
-void run_tokenize(const TokenizeArgs& a) {
+// Standard input whole; one final newline (echo's) is not part of the text.
+std::string read_stdin() {
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void run_tokenize(TokenizeArgs a) {
   const tokenizers::BpeTokenizer tokenizer =
       *tokenizers::BpeTokenizer::from_pretrained(a.tokenizer);
+  const bool from_stdin = a.inputs.size() == 1 && a.inputs[0] == "-";
   if (a.decode) {
+    if (from_stdin) {
+      std::istringstream words(read_stdin());
+      a.inputs.clear();
+      for (std::string word; words >> word;) a.inputs.push_back(word);
+    }
     std::vector<int64_t> ids;
     for (const std::string& input : a.inputs) {
       size_t used = 0;
@@ -44,7 +60,7 @@ void run_tokenize(const TokenizeArgs& a) {
   }
   ALTO_CHECK(a.inputs.size() == 1, "give the text as one argument (quote it), got ",
              a.inputs.size());
-  const std::vector<int64_t> ids = tokenizer.encode(a.inputs[0]);
+  const std::vector<int64_t> ids = tokenizer.encode(from_stdin ? read_stdin() : a.inputs[0]);
   if (a.json) {
     std::cout << nlohmann::json(ids).dump() << "\n";
     return;
@@ -61,7 +77,9 @@ void add_tokenize_command(CLI::App& app) {
   cmd->add_option("--tokenizer", a->tokenizer,
                   "Folder with tokenizer.json or vocab.json+merges.txt, or a .tiktoken file")
       ->required();
-  cmd->add_option("inputs", a->inputs, "The text, or with --decode the ids")->required();
+  cmd->add_option("inputs", a->inputs,
+                  "The text, or with --decode the ids; - reads them from standard input")
+      ->required();
   cmd->add_flag("--json", a->json, "Print the ids as a JSON array");
   cmd->add_flag("--decode", a->decode, "Decode ids to text");
   cmd->add_flag("--skip-special-tokens", a->skip_special_tokens,

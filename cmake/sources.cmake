@@ -4,7 +4,9 @@ set(ALTO_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 
 # Plain C++ without libtorch: built without the torch precompiled header.
 set(ALTO_CORE_PLAIN_SOURCES
-  ${ALTO_ROOT}/core/internal/blas.cpp)  # only dlsym's the BLAS
+  ${ALTO_ROOT}/core/internal/blas.cpp  # only dlsym's the BLAS
+  ${ALTO_ROOT}/core/internal/output_file.cpp
+  ${ALTO_ROOT}/core/warning.cpp)
 set(ALTO_AUDIO_SOURCES
   ${ALTO_ROOT}/audio/audio.cpp
   ${ALTO_ROOT}/audio/load.cpp
@@ -74,6 +76,7 @@ set(ALTO_MODELS_SOURCES
   ${ALTO_ROOT}/models/voxtral/voxtral.cpp
   ${ALTO_ROOT}/models/whisper/config.cpp
   ${ALTO_ROOT}/models/whisper/decoding.cpp
+  ${ALTO_ROOT}/models/whisper/live_transcriber.cpp
   ${ALTO_ROOT}/models/whisper/transcriber.cpp
   ${ALTO_ROOT}/models/whisper/whisper.cpp
   ${ALTO_ROOT}/models/whisper/whisper_encoder.cpp)

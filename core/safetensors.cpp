@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include <set>
 
 #include "alto/core/error.h"
+#include "alto/core/internal/output_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "safetensors data is little-endian and alto maps it in place");
@@ -153,58 +153,6 @@ struct Fd {
   ~Fd() {
     if (fd >= 0) ::close(fd);
   }
-};
-
-/// The file being written, under a temporary name beside its target until commit().
-class TempFile {
- public:
-  explicit TempFile(const std::string& target) : target_(target) {
-    // O_EXCL on a per-process name rather than mkstemp, which would create the file 0600
-    // instead of honouring the umask.
-    static std::atomic<uint64_t> counter{0};
-    do {
-      tmp_ = detail::concat(target, ".", ::getpid(), ".", counter++, ".tmp");
-      fd_.fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    } while (fd_.fd < 0 && errno == EEXIST);
-    ALTO_CHECK_AS(IoError, fd_.fd >= 0, target, ": cannot create ", tmp_, ": ",
-                  std::strerror(errno));
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  ~TempFile() {
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-
-  void write(const void* data, uint64_t size, const std::string& what) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      ssize_t n = ::write(fd_.fd, p, std::min<uint64_t>(size, 1 << 30));
-      if (n < 0 && errno == EINTR) continue;
-      ALTO_CHECK_AS(IoError, n > 0, target_, ": cannot write ", what, ": ",
-                    n < 0 ? std::strerror(errno) : "no progress");
-      p += n;
-      size -= static_cast<uint64_t>(n);
-    }
-  }
-
-  void commit() {
-    // Data on disk before the rename, or a crash could leave an empty file at the target.
-    ALTO_CHECK_AS(IoError, ::fsync(fd_.fd) == 0, target_, ": cannot flush ", tmp_, ": ",
-                  std::strerror(errno));
-    const int fd = fd_.fd;
-    fd_.fd = -1;
-    ALTO_CHECK_AS(IoError, ::close(fd) == 0, target_, ": cannot close ", tmp_, ": ",
-                  std::strerror(errno));
-    ALTO_CHECK_AS(IoError, ::rename(tmp_.c_str(), target_.c_str()) == 0, target_,
-                  ": cannot rename ", tmp_, " into place: ", std::strerror(errno));
-    committed_ = true;
-  }
-
- private:
-  std::string target_;
-  std::string tmp_;
-  Fd fd_;
-  bool committed_ = false;
 };
 
 }  // namespace
@@ -462,7 +410,7 @@ void save_safetensors(const std::string& path,
   // 8-aligned.
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  TempFile file(path);
+  internal::OutputFile file(path);
   const uint64_t header_bytes = text.size();
   file.write(&header_bytes, 8, "the header length");
   file.write(text.data(), text.size(), "the header");

@@ -88,8 +88,8 @@ class SafetensorsCheckpoint {
 /// `metadata` as `__metadata__`. The header lists the tensors in the given order; the data
 /// section places larger item sizes first, as the Hugging Face writer does, so every tensor is
 /// aligned for zero-copy reading. The file is written beside `path` under a temporary name and
-/// renamed into place, so a failure never leaves a partial file at `path`. Errors name the path
-/// and the tensor.
+/// renamed into place, so a failure never leaves a partial file at `path`; "-" writes to
+/// standard output. Errors name the path and the tensor.
 void save_safetensors(const std::string& path,
                       const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});

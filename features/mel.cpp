@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "alto/core/error.h"
+#include "alto/core/warning.h"
 
 namespace alto::features {
 
@@ -103,6 +104,7 @@ torch::Tensor mel_filter_bank(const MelFilterBankOptions& o) {
   }
   torch::Tensor filters = torch::zeros({n_freq, n_mels}, torch::kFloat64);
   auto f = filters.accessor<double, 2>();
+  int empty = 0;
   for (int m = 0; m < n_mels; ++m) {
     const double lower_width = filter_points[m + 1] - filter_points[m];
     const double upper_width = filter_points[m + 2] - filter_points[m + 1];
@@ -116,10 +118,14 @@ torch::Tensor mel_filter_bank(const MelFilterBankOptions& o) {
       f[k][m] = w * enorm;
       any = any || w > 0.0;
     }
-    ALTO_CHECK(any, "mel filterbank: filter ", m, " of n_mels=", n_mels,
-               " covers no FFT bin; n_mels is too many for ", n_freq,
-               " frequency bins (n_fft=", 2 * (n_freq - 1), "): lower n_mels or raise n_fft");
+    if (!any) ++empty;
   }
+  // torchaudio and transformers warn and keep the all-zero filters (their bands stay at zero
+  // power), so the features keep their shape.
+  if (empty > 0)
+    warn(detail::concat("mel filterbank: ", empty, " of n_mels=", n_mels,
+                        " filters cover no FFT bin; n_mels may be too many for ", n_freq,
+                        " frequency bins (n_fft=", 2 * (n_freq - 1), ")"));
   return filters;
 }
 

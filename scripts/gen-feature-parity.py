@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes tests/data/features/extra/*.safetensors: torchaudio references for the Kaldi fbank /
-MFCC and MelSpectrogram options the shared golden cases leave at their defaults, and 22.05 kHz
+MFCC and MelSpectrogram options the shared golden cases leave at their defaults (and
+MelSpectrogram's defaults themselves), and 22.05 kHz
 cases (a vocoder's front end) with their input as a 16-bit WAV for the CLI tests.
 
 Each file holds `input` (float32 samples, already scaled as passed), `expected` (the reference
@@ -86,6 +87,8 @@ def main():
                                             f_max=7000.0, pad_mode="constant",
                                             normalized=True, norm="slaney", mel_scale="slaney"),
     }
+    # torchaudio's defaults (n_mels=128 over n_fft=400 leaves filters empty: it warns and runs).
+    mel["melspec_defaults"] = dict()
     for name, options in mel.items():
         y = torchaudio.transforms.MelSpectrogram(sample_rate=16000, **options)(chirp)
         write(os.path.join(OUT, name + ".safetensors"), {"input": chirp, "expected": y},

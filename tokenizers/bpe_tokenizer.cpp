@@ -31,6 +31,45 @@ const std::vector<std::string>& whisper_language_codes() {
   return codes;
 }
 
+const std::vector<std::string>& whisper_language_names() {
+  static const std::vector<std::string> names = {
+      "english",  "chinese",    "german",         "spanish",     "russian",    "korean",
+      "french",   "japanese",   "portuguese",     "turkish",     "polish",     "catalan",
+      "dutch",    "arabic",     "swedish",        "italian",     "indonesian", "hindi",
+      "finnish",  "vietnamese", "hebrew",         "ukrainian",   "greek",      "malay",
+      "czech",    "romanian",   "danish",         "hungarian",   "tamil",      "norwegian",
+      "thai",     "urdu",       "croatian",       "bulgarian",   "lithuanian", "latin",
+      "maori",    "malayalam",  "welsh",          "slovak",      "telugu",     "persian",
+      "latvian",  "bengali",    "serbian",        "azerbaijani", "slovenian",  "kannada",
+      "estonian", "macedonian", "breton",         "basque",      "icelandic",  "armenian",
+      "nepali",   "mongolian",  "bosnian",        "kazakh",      "albanian",   "swahili",
+      "galician", "marathi",    "punjabi",        "sinhala",     "khmer",      "shona",
+      "yoruba",   "somali",     "afrikaans",      "occitan",     "georgian",   "belarusian",
+      "tajik",    "sindhi",     "gujarati",       "amharic",     "yiddish",    "lao",
+      "uzbek",    "faroese",    "haitian creole", "pashto",      "turkmen",    "nynorsk",
+      "maltese",  "sanskrit",   "luxembourgish",  "myanmar",     "tibetan",    "tagalog",
+      "malagasy", "assamese",   "tatar",          "hawaiian",    "lingala",    "hausa",
+      "bashkir",  "javanese",   "sundanese",      "cantonese"};
+  return names;
+}
+
+std::string whisper_language_code(const std::string& code_or_name) {
+  std::string key = code_or_name;
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static const std::map<std::string, std::string> aliases = {
+      {"burmese", "my"},       {"valencian", "ca"}, {"flemish", "nl"},   {"haitian", "ht"},
+      {"letzeburgesch", "lb"}, {"pushto", "ps"},    {"panjabi", "pa"},   {"moldavian", "ro"},
+      {"moldovan", "ro"},      {"sinhalese", "si"}, {"castilian", "es"}, {"mandarin", "zh"}};
+  const auto& codes = whisper_language_codes();
+  const auto& names = whisper_language_names();
+  for (size_t i = 0; i < codes.size(); ++i)
+    if (key == codes[i] || key == names[i]) return codes[i];
+  if (auto it = aliases.find(key); it != aliases.end()) return it->second;
+  throw InvalidArgument("unknown language '" + code_or_name +
+                        "': give a Whisper language code (en, de, ...) or its English name");
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -170,7 +209,8 @@ struct BpeTokenizer::Impl {
     }
     const std::string type = p.value("type", "");
     if (type == "Sequence") {
-      for (const auto& item : p.value("pretokenizers", json::array())) configure_pre_tokenizer(item);
+      for (const auto& item : p.value("pretokenizers", json::array()))
+        configure_pre_tokenizer(item);
     } else if (type == "ByteLevel") {
       add_prefix_space = p.value("add_prefix_space", false);
       byte_level_regex = p.value("use_regex", true);
@@ -178,10 +218,13 @@ struct BpeTokenizer::Impl {
                     ": a Split pattern and ByteLevel's own regex together");
     } else if (type == "Split") {
       const json pattern = p.value("pattern", json::object());
-      ALTO_CHECK_AS(Unsupported, pattern.contains("Regex") && p.value("behavior", "") == "Isolated" &&
+      ALTO_CHECK_AS(Unsupported,
+                    pattern.contains("Regex") && p.value("behavior", "") == "Isolated" &&
                         !p.value("invert", false),
-                    source, ": pre_tokenizer Split is supported with a Regex pattern, behavior "
-                    "Isolated and invert false, got ", p.dump());
+                    source,
+                    ": pre_tokenizer Split is supported with a Regex pattern, behavior "
+                    "Isolated and invert false, got ",
+                    p.dump());
       split_pattern = std::make_shared<const Regex>(pattern["Regex"].get<std::string>(), source);
       byte_level_regex = false;
     } else {
@@ -589,7 +632,8 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
   impl->source = path.string();
   impl->rank_by_concatenation = true;
   const json j = read_json(path);
-  ALTO_CHECK_AS(IoError, j.is_object() && j.contains("config") && j["config"].is_object() &&
+  ALTO_CHECK_AS(IoError,
+                j.is_object() && j.contains("config") && j["config"].is_object() &&
                     j.contains("vocab") && j["vocab"].is_array(),
                 impl->source, ": expected tekken.json's \"config\" object and \"vocab\" list");
   const json& config = j["config"];
@@ -604,12 +648,12 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
   };
   const int64_t num_special =
       integer(config, "default_num_special_tokens", static_cast<int64_t>(specials.size()));
-  const int64_t vocab_size = integer(config, "default_vocab_size",
-                                     num_special + static_cast<int64_t>(j["vocab"].size()));
-  ALTO_CHECK_AS(IoError, num_special >= static_cast<int64_t>(specials.size()) &&
-                             vocab_size > num_special,
-                impl->source, ": default_num_special_tokens ", num_special, " and default_vocab_size ",
-                vocab_size, " do not fit ", specials.size(), " special tokens");
+  const int64_t vocab_size =
+      integer(config, "default_vocab_size", num_special + static_cast<int64_t>(j["vocab"].size()));
+  ALTO_CHECK_AS(
+      IoError, num_special >= static_cast<int64_t>(specials.size()) && vocab_size > num_special,
+      impl->source, ": default_num_special_tokens ", num_special, " and default_vocab_size ",
+      vocab_size, " do not fit ", specials.size(), " special tokens");
   // Special tokens take the ids below num_special (mistral-common's Tekkenizer); the ranks follow.
   for (const auto& t : specials) {
     ALTO_CHECK_AS(IoError, t.is_object() && t.contains("rank") && t.contains("token_str"),
@@ -625,9 +669,10 @@ std::shared_ptr<BpeTokenizer::Impl> BpeTokenizer::Impl::load_tekken(const fs::pa
   int64_t rank = 0;
   for (const auto& entry : j["vocab"]) {
     if (rank + num_special >= vocab_size) break;
-    ALTO_CHECK_AS(IoError, entry.is_object() && entry.contains("token_bytes") &&
-                               integer(entry, "rank", -1) == rank,
-                  impl->source, ": vocab entry ", rank, " needs \"token_bytes\" and rank ", rank);
+    ALTO_CHECK_AS(
+        IoError,
+        entry.is_object() && entry.contains("token_bytes") && integer(entry, "rank", -1) == rank,
+        impl->source, ": vocab entry ", rank, " needs \"token_bytes\" and rank ", rank);
     const std::string bytes = base64_decode(entry["token_bytes"].get<std::string>(), impl->source);
     impl->add_token(rank + num_special, alphabet().to_token(bytes), bytes, false, false);
     impl->merge_rank.emplace(bytes, rank);

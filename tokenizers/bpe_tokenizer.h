@@ -33,6 +33,11 @@ struct BpeOffset {
 
 /// openai-whisper's language codes in token order (<|en|> first); large-v3 adds the 100th, "yue".
 const std::vector<std::string>& whisper_language_codes();
+/// openai-whisper's English name of each code ("en" -> "english"), in the same order.
+const std::vector<std::string>& whisper_language_names();
+/// The code for a code or a name, any case, with openai-whisper's aliases ("English", "en",
+/// "mandarin", "castilian" -> "en", "en", "zh", "es"); alto::InvalidArgument for anything else.
+std::string whisper_language_code(const std::string& code_or_name);
 
 class BpeTokenizer : public TextTokenizer {
  public:

@@ -89,6 +89,7 @@ class Whisper:
         no_speech_threshold: Optional[float] = 0.6,
         condition_on_previous_text: bool = True,
         initial_prompt: str = "",
+        clamp_segments: bool = True,
     ) -> dict[str, Any]:
         """{"text", "language", "segments": [{"start", "end", "text", "tokens", ...}]}."""
 

@@ -75,12 +75,14 @@ class AudioTokenizer:
     @overload
     def encode(
         self, audio: TensorLike, *, bandwidth: float = ..., num_quantizers: int = ...,
-        return_scales: Literal[False] = ...,
+        return_scales: Literal[False] = ..., sampling_rate: Optional[int] = None,
+        resample: bool = False,
     ) -> torch.Tensor: ...
     @overload
     def encode(
         self, audio: TensorLike, *, bandwidth: float = ..., num_quantizers: int = ...,
-        return_scales: Literal[True],
+        return_scales: Literal[True], sampling_rate: Optional[int] = None,
+        resample: bool = False,
     ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]: ...
     def decode(
         self,

@@ -188,12 +188,25 @@ WhisperSpecialTokens WhisperSpecialTokens::from_tokenizer(
   return s;
 }
 
-int64_t WhisperSpecialTokens::language_token(const std::string& code) const {
+namespace {
+// A language's name ("English") as its code; anything unknown as given, for the callers' messages.
+std::string language_code(const std::string& code_or_name) {
+  try {
+    return tokenizers::whisper_language_code(code_or_name);
+  } catch (const InvalidArgument&) {
+    return code_or_name;
+  }
+}
+}  // namespace
+
+int64_t WhisperSpecialTokens::language_token(const std::string& code_or_name) const {
+  const std::string code = language_code(code_or_name);
   auto it = std::find(languages.begin(), languages.end(), code);
   if (it == languages.end()) {
     std::string known;
     for (const auto& l : languages) known += (known.empty() ? "" : " ") + l;
-    throw InvalidArgument("unknown language '" + code + "' (this model knows: " + known + ")");
+    throw InvalidArgument("unknown language '" + code_or_name + "' (this model knows: " + known +
+                          ")");
   }
   return sot + 1 + (it - languages.begin());
 }
@@ -282,13 +295,13 @@ WhisperDecodingResult WhisperDecoder::decode(const torch::Tensor& encoder_output
   const size_t sot_index = initial.size();
   initial.push_back(special_.sot);
   if (special_.multilingual()) {
-    result.language = options.language;
-    if (result.language.empty()) result.language = most_likely_language(encoder_output);
+    result.language = options.language.empty() ? most_likely_language(encoder_output)
+                                               : language_code(options.language);
     initial.push_back(special_.language_token(result.language));
     initial.push_back(options.task == "translate" ? special_.translate : special_.transcribe);
   } else {
-    ALTO_CHECK(options.language.empty() || options.language == "en", "language '", options.language,
-               "': this Whisper model is English-only");
+    ALTO_CHECK(options.language.empty() || language_code(options.language) == "en", "language '",
+               options.language, "': this Whisper model is English-only");
     ALTO_CHECK(options.task == "transcribe", "this English-only Whisper model cannot translate");
     result.language = "en";
   }

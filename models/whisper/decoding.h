@@ -35,8 +35,8 @@ struct WhisperSpecialTokens {
   /// (a tokenizer that is not Whisper's).
   static WhisperSpecialTokens from_tokenizer(const tokenizers::TextTokenizer& tokenizer);
   bool multilingual() const { return eot == 50257; }
-  /// Throws alto::InvalidArgument listing the known codes.
-  int64_t language_token(const std::string& code) const;
+  /// A code ("de") or an English name ("German"); alto::InvalidArgument listing the known codes.
+  int64_t language_token(const std::string& code_or_name) const;
   bool is_language_token(int64_t token) const;
   bool is_timestamp(int64_t token) const { return token >= timestamp_begin; }
 };
@@ -57,7 +57,8 @@ struct WhisperGenerationConfig {
 
 struct WhisperDecodingOptions {
   std::string task = "transcribe";  // or "translate"
-  /// A language code ("en", "de", ...); empty: the model's most likely language.
+  /// A language code ("en", "de", ...) or English name ("German"); empty: the model's most
+  /// likely language.
   std::string language;
   /// Predict timestamp tokens (segments) instead of starting with <|notimestamps|>.
   bool timestamps = false;

@@ -209,7 +209,12 @@ WhisperTranscript WhisperTranscriber::transcribe(const torch::Tensor& wave,
         s.tokens.clear();
       }
       all_tokens.insert(all_tokens.end(), s.tokens.begin(), s.tokens.end());
-      if (!s.text.empty()) transcript.segments.push_back(s);
+      if (s.text.empty()) continue;
+      if (options.clamp_segments) {
+        s.start = std::min(s.start, total_seconds);
+        s.end = std::min(s.end, total_seconds);
+      }
+      transcript.segments.push_back(s);
     }
     // The timestamp rules make every window advance; this guards a model that defeats them.
     if (seek <= window_start) seek = window_start + segment_size;

@@ -34,6 +34,10 @@ struct WhisperTranscribeOptions {
   /// Prompt each window with the text so far (reset after a window at temperature > 0.5).
   bool condition_on_previous_text = true;
   std::string initial_prompt;
+  /// openai-whisper lets a segment end after the audio does (at the last timestamp the model
+  /// predicted, up to 30 s into the last window); true clamps segment times to the audio's
+  /// length, false keeps the reference's times.
+  bool clamp_segments = true;
   /// Called after each window with the seconds done and the total.
   std::function<void(double, double)> progress;
 

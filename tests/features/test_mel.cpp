@@ -1,6 +1,10 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "alto/core/warning.h"
 
 #include "alto/core/error.h"
 #include "alto/features/mel.h"
@@ -54,8 +58,22 @@ TEST_CASE("Mel filterbank options are checked", "[features][mel][errors]") {
   MelFilterBankOptions o;
   o.max_frequency = 9000;
   CHECK_THROWS_WITH(mel_filter_bank(o), Catch::Contains("f_max"));
-  o = {};
-  o.num_mel_filters = 200;
-  CHECK_THROWS_WITH(mel_filter_bank(o), Catch::Contains("n_mels"));
   CHECK_THROWS_WITH(parse_mel_scale("bark"), Catch::Contains("bark"));
+}
+
+TEST_CASE("Empty mel filters are kept with a warning, as torchaudio keeps them",
+          "[features][mel]") {
+  std::vector<std::string> warnings;
+  alto::set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  MelFilterBankOptions o;
+  o.num_mel_filters = 200;
+  const torch::Tensor filters = mel_filter_bank(o);
+  alto::set_warning_handler({});
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("n_mels=200"));
+  const torch::Tensor per_filter = filters.sum(0);
+  const int64_t empty = (per_filter == 0).sum().item<int64_t>();
+  CHECK(empty > 0);
+  CHECK_THAT(warnings[0], Catch::StartsWith("mel filterbank: " + std::to_string(empty) + " of"));
+  CHECK(filters.size(1) == 200);
 }

@@ -71,7 +71,8 @@ TEST_CASE("Kaldi fbank and MFCC options equal torchaudio.compliance.kaldi",
 TEST_CASE("MelSpectrogram options equal torchaudio.transforms.MelSpectrogram",
           "[features][mel][parity]") {
   for (const char* name :
-       {"melspec_power1_nocenter", "melspec_constant_normalized", "melspec_22050"}) {
+       {"melspec_power1_nocenter", "melspec_constant_normalized", "melspec_22050",
+        "melspec_defaults"}) {
     SECTION(name) {
       const SafetensorsFile file(
           test::data_path(std::string("features/extra/") + name + ".safetensors"));

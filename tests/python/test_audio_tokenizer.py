@@ -178,3 +178,18 @@ def test_dac_golden(data, name):
     assert max_abs(audio[0], expected) <= 4e-5
     with pytest.raises(alto.Unsupported):
         tok.stream()
+
+
+def test_encode_checks_the_sampling_rate(tok, codec_dir, io):
+    wave, sr = alto.load_audio(str(codec_dir / "input.wav"))
+    expected = tok.encode(wave[None], bandwidth=1.5)
+    assert torch.equal(tok.encode(wave[None], bandwidth=1.5, sampling_rate=sr), expected)
+    # 16 kHz audio handed to the 24 kHz model is refused, naming both rates ...
+    at_16k = alto.resample(wave, sr, 16000)
+    with pytest.raises(alto.InvalidArgument, match="16000 Hz.*24000 Hz"):
+        tok.encode(at_16k[None], sampling_rate=16000)
+    with pytest.raises(alto.InvalidArgument, match="sampling_rate"):
+        tok.encode(wave[None], resample=True)
+    # ... or resampled on request, as alto.resample would.
+    resampled = tok.encode(at_16k[None], bandwidth=1.5, sampling_rate=16000, resample=True)
+    assert torch.equal(resampled, tok.encode(alto.resample(at_16k, 16000, sr)[None], bandwidth=1.5))

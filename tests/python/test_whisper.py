@@ -97,6 +97,17 @@ def test_generate_and_transcribe(model, io, data):
                                   tokenizer=str(data / "tokenizers" / "whisper-multilingual"))
     assert isinstance(transcript["text"], str) and transcript["language"] == "en"
     assert isinstance(transcript["segments"], list)
+    # A language's name works as its code; segments end with the audio unless asked otherwise.
+    tokenizer = str(data / "tokenizers" / "whisper-multilingual")
+    named = model.transcribe(io["audio"], language="English", temperatures=[0.0],
+                             tokenizer=tokenizer, timestamps=True)
+    seconds = io["audio"].shape[-1] / 16000
+    assert named["language"] == "en"
+    assert all(s["end"] <= seconds for s in named["segments"])
+    unclamped = model.transcribe(io["audio"], language="en", temperatures=[0.0],
+                                 tokenizer=tokenizer, timestamps=True, clamp_segments=False)
+    assert unclamped["text"] == named["text"]
+    assert max(s["end"] for s in unclamped["segments"]) > seconds  # the reference's times
 
 
 def test_bad_inputs(model, io):

@@ -1,11 +1,14 @@
-// WhisperTranscriber: windows, seeking, fallback bookkeeping and the compression ratio, on the
-// golden tiny checkpoint with the golden tokenizer.
+// WhisperTranscriber: windows, seeking, fallback bookkeeping and the compression ratio; and
+// WhisperLiveTranscriber: local agreement, cuts and the final pass equal to the offline
+// transcript — on the golden tiny checkpoint with the golden tokenizer.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <sstream>
 
 #include "alto/core/error.h"
+#include "alto/models/whisper/live_transcriber.h"
 #include "alto/models/whisper/transcriber.h"
 #include "models/golden_model.h"
 #include "test_util.h"
@@ -30,6 +33,27 @@ WhisperTranscribeOptions greedy() {
   o.decoding.language = "en";
   o.decoding.sample_len = 40;
   return o;
+}
+
+WhisperLiveOptions live_options(double step, double max_buffer) {
+  WhisperLiveOptions o;
+  o.transcribe.temperatures = {0.0};
+  o.transcribe.decoding.language = "en";
+  o.transcribe.decoding.sample_len = 24;
+  o.step_seconds = step;
+  o.max_buffer_seconds = max_buffer;
+  return o;
+}
+
+// Feeds `wave` in pieces of `piece` samples; returns every word handed out.
+std::vector<WhisperLiveWord> feed(WhisperLiveTranscriber& live, const torch::Tensor& wave,
+                                  int64_t piece) {
+  std::vector<WhisperLiveWord> words;
+  for (int64_t at = 0; at < wave.size(0); at += piece)
+    for (auto& w : live.accept_waveform(wave.narrow(0, at, std::min(piece, wave.size(0) - at))))
+      words.push_back(std::move(w));
+  for (auto& w : live.finish()) words.push_back(std::move(w));
+  return words;
 }
 
 }  // namespace
@@ -93,4 +117,65 @@ TEST_CASE("transcriber rejects bad input", "[whisper][transcribe]") {
   CHECK_THROWS_AS(
       WhisperTranscriber::from_pretrained(alto::test::data_path("models/whisper-tiny-random")),
       alto::IoError);  // the golden folder ships no tokenizer
+}
+
+TEST_CASE("live transcription of a short input ends with the offline transcript",
+          "[whisper][live]") {
+  const auto t = transcriber();
+  const torch::Tensor wave = alto::test::GoldenModel("whisper-tiny-random").tensor("audio");
+  const WhisperLiveOptions o = live_options(0.5, 30.0);
+  const WhisperTranscript offline = t->transcribe(wave, o.transcribe);
+  for (const int64_t piece : {int64_t{1234}, int64_t{8000}, wave.size(0)}) {
+    INFO("pieces of " << piece << " samples");
+    WhisperLiveTranscriber live(t, o);
+    const auto words = feed(live, wave, piece);
+    CHECK(live.passes() == 11);  // each 0.5 s, then the last pass
+    CHECK(live.seconds_received() == Approx(5.0));
+    CHECK(live.transcript().text == offline.text);
+    REQUIRE(live.transcript().segments.size() == offline.segments.size());
+    for (size_t i = 0; i < offline.segments.size(); ++i) {
+      CHECK(live.transcript().segments[i].tokens == offline.segments[i].tokens);
+      CHECK(live.transcript().segments[i].end == offline.segments[i].end);
+    }
+    for (const auto& w : words) {
+      CHECK(w.decided_at <= 5.0);
+      CHECK(w.start <= w.end);
+      CHECK(w.end <= w.decided_at + 1e-9);
+    }
+  }
+}
+
+TEST_CASE("live transcription cuts its buffer and keeps times from the input's start",
+          "[whisper][live]") {
+  const auto t = transcriber();
+  const torch::Tensor clip = alto::test::GoldenModel("whisper-tiny-random").tensor("audio");
+  const torch::Tensor wave = torch::cat({clip, clip, clip});  // 15 s
+  WhisperLiveTranscriber live(t, live_options(1.0, 4.0));
+  const auto words = feed(live, wave, 16000);
+  const WhisperTranscript& transcript = live.transcript();
+  CHECK(live.passes() == 16);
+  REQUIRE(transcript.segments.size() >= 3);  // at least one cut per 4 s of buffer
+  std::string text;
+  double last_end = 0;
+  for (const auto& s : transcript.segments) {
+    CHECK(s.start >= last_end - 1e-9);  // in order, from the input's start
+    CHECK(s.end <= 15.0 + 1e-9);
+    last_end = s.end;
+    text += s.text;
+  }
+  CHECK(last_end > 10.0);
+  CHECK(transcript.text == text);
+  CHECK(transcript.language == "en");
+  size_t words_in_text = 0;
+  std::istringstream split(text);
+  for (std::string w; split >> w;) ++words_in_text;
+  CHECK(words.size() >= words_in_text);  // every word of the transcript was handed out
+  for (size_t i = 1; i < words.size(); ++i) CHECK(words[i].decided_at >= words[i - 1].decided_at);
+
+  WhisperLiveOptions bad = live_options(1.0, 4.0);
+  bad.max_buffer_seconds = 31;
+  CHECK_THROWS_AS(WhisperLiveTranscriber(t, bad), alto::InvalidArgument);
+  bad.step_seconds = 0;
+  CHECK_THROWS_AS(WhisperLiveTranscriber(t, bad), alto::InvalidArgument);
+  CHECK_THROWS_AS(live.accept_waveform(clip), alto::InvalidArgument);  // after finish()
 }
