@@ -67,12 +67,11 @@ torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path,
 }
 
 void encode_one(const CodecArgs& a, const AudioTokenizer& codec,
-                const tokenizers::AudioEncodeOptions& options, const std::string& input,
-                size_t count) {
+                const tokenizers::AudioEncodeOptions& options, int64_t codebooks,
+                const std::string& input, size_t count) {
   const std::string output = a.inputs.output_for(input, count, ".safetensors");
   ALTO_CHECK(ends_with(output, ".safetensors") || output == "-",
              "alto encode writes -o OUT.safetensors (or - for standard output), got ", output);
-  const int64_t codebooks = codec.num_codebooks(options);
   stage("read audio");
   const torch::Tensor audio = load_for(codec, input, a.raw);
   stage("encode");
@@ -120,9 +119,10 @@ void run_encode(const CodecArgs& a) {
   tokenizers::AudioEncodeOptions options;
   options.bandwidth = a.bandwidth;
   options.num_quantizers = a.num_quantizers;
-  codec->num_codebooks(options);  // validates the options before any input is read
+  // Validates the options before any input is read.
+  const int64_t codebooks = codec->num_codebooks(options);
   for_each_input(inputs, [&](const std::string& input) {
-    encode_one(a, *codec, options, input, inputs.size());
+    encode_one(a, *codec, options, codebooks, input, inputs.size());
   }).throw_if_failed();
 }
 

@@ -17,7 +17,6 @@ bool verbose_output = false;
 }  // namespace
 
 void set_verbose(bool verbose) { verbose_output = verbose; }
-bool verbose() { return verbose_output; }
 
 std::string error_line(const std::exception& e, const std::string& input) {
   std::string text = e.what();
@@ -39,6 +38,28 @@ std::string clock_text(double seconds, char decimal, bool always_hours) {
   else
     std::snprintf(buffer, sizeof buffer, "%02lld:%02lld%c%03lld", m, s, decimal, f);
   return buffer;
+}
+
+double LiveReport::mean_latency() const {
+  double sum = 0;
+  for (double l : latencies_) sum += l;
+  return latencies_.empty() ? 0 : sum / static_cast<double>(latencies_.size());
+}
+
+double LiveReport::max_latency() const {
+  double worst = 0;  // latencies reported are never below zero
+  for (double l : latencies_) worst = std::max(worst, l);
+  return worst;
+}
+
+void LiveReport::print(const std::string& input, double audio_seconds, double real_time_factor,
+                       bool paced, int64_t passes) const {
+  const std::string in_passes = passes < 0 ? "" : " in " + std::to_string(passes) + " passes";
+  std::fprintf(stderr,
+               "%s: %.1f s of audio%s, real-time factor %.3f (%s), word latency behind the "
+               "audio mean %.2f s, max %.2f s\n",
+               input.c_str(), audio_seconds, in_passes.c_str(), real_time_factor,
+               paced ? "paced" : "unpaced", mean_latency(), max_latency());
 }
 
 ProgressBar::ProgressBar(std::string label, double total, std::string unit)

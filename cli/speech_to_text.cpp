@@ -142,7 +142,7 @@ void transcribe_streams(const std::shared_ptr<const KyutaiSpeechToText>& model,
   // Standard input arrives at its own pace; files are read as if they were live.
   const bool pace =
       !o.no_pace && std::find(o.inputs.begin(), o.inputs.end(), "-") == o.inputs.end();
-  std::vector<std::vector<double>> latencies(n);
+  std::vector<LiveReport> reports(n);
   std::vector<double> audio_seconds(n, 0);
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -164,7 +164,7 @@ void transcribe_streams(const std::shared_ptr<const KyutaiSpeechToText>& model,
     for (size_t i = 0; i < n; ++i)
       for (const TimedWord& w : batch.take_words(slots[i])) {
         const double latency = batch.seconds_received(slots[i]) - w.end;
-        latencies[i].push_back(latency);
+        reports[i].add_latency(latency);
         if (o.json) {
           nlohmann::json line = word_json(w);
           line["file"] = o.inputs[i];
@@ -185,22 +185,15 @@ void transcribe_streams(const std::shared_ptr<const KyutaiSpeechToText>& model,
   if (!o.json) std::cout << (n > 1 ? "" : "\n");
   const double wall = elapsed();
   for (size_t i = 0; i < n; ++i) {
-    double sum = 0, worst = 0;
-    for (double l : latencies[i]) sum += l, worst = std::max(worst, l);
-    const double mean = latencies[i].empty() ? 0 : sum / latencies[i].size();
     const double rtf = audio_seconds[i] > 0 ? wall / audio_seconds[i] : 0;
     if (o.json) {
       print_transcript(o, o.inputs[i], batch.transcript(slots[i]),
                        {{"real_time_factor", rtf},
-                        {"mean_word_latency", mean},
-                        {"max_word_latency", worst},
+                        {"mean_word_latency", reports[i].mean_latency()},
+                        {"max_word_latency", reports[i].max_latency()},
                         {"audio_seconds", audio_seconds[i]}});
     } else {
-      std::fprintf(stderr,
-                   "%s: %.1f s of audio, real-time factor %.3f (%s), word latency behind the "
-                   "audio mean %.2f s, max %.2f s\n",
-                   o.inputs[i].c_str(), audio_seconds[i], rtf, pace ? "paced" : "unpaced", mean,
-                   worst);
+      reports[i].print(o.inputs[i], audio_seconds[i], rtf, pace);
     }
   }
 }

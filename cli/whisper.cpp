@@ -272,11 +272,11 @@ void transcribe_live(const TranscribeArgs& a,
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  std::vector<double> latencies;
+  LiveReport report;
   auto emit = [&](const std::vector<models::WhisperLiveWord>& words) {
     for (const auto& w : words) {
       const double latency = std::max(0.0, w.decided_at - w.end);
-      latencies.push_back(latency);
+      report.add_latency(latency);
       if (a.json) {
         std::cout << nlohmann::json{{"file", input},
                                     {"word", w.text},
@@ -302,16 +302,13 @@ void transcribe_live(const TranscribeArgs& a,
   emit(stream.finish());
   models::WhisperTranscript t = stream.transcript();
   shift(t, a.offset);
-  double sum = 0, worst = 0;
-  for (double l : latencies) sum += l, worst = std::max(worst, l);
-  const double mean = latencies.empty() ? 0 : sum / latencies.size();
   const double seconds = stream.seconds_received();
   const double rtf = seconds > 0 ? elapsed() / seconds : 0;
   if (a.json) {
     write_transcript(a, input, count, t,
                      {{"real_time_factor", rtf},
-                      {"mean_word_latency", mean},
-                      {"max_word_latency", worst},
+                      {"mean_word_latency", report.mean_latency()},
+                      {"max_word_latency", report.max_latency()},
                       {"audio_seconds", seconds},
                       {"passes", stream.passes()}});
   } else {
@@ -319,11 +316,7 @@ void transcribe_live(const TranscribeArgs& a,
     if (!a.inputs.output_dir.empty()) write_transcript(a, input, count, t);
     report_language(a, input, t);
   }
-  std::fprintf(stderr,
-               "%s: %.1f s of audio in %lld passes, real-time factor %.3f (%s), word latency "
-               "behind the audio mean %.2f s, max %.2f s\n",
-               input.c_str(), seconds, static_cast<long long>(stream.passes()), rtf,
-               pace ? "paced" : "unpaced", mean, worst);
+  report.print(input, seconds, rtf, pace, stream.passes());
 }
 
 void run_transcribe(const TranscribeArgs& a) {

@@ -30,16 +30,15 @@ struct WhisperLiveTranscriber::Hypothesis {
 
 WhisperLiveTranscriber::WhisperLiveTranscriber(
     std::shared_ptr<const WhisperTranscriber> transcriber, WhisperLiveOptions options)
-    : transcriber_(std::move(transcriber)), options_(std::move(options)) {
+    : transcriber_(std::move(transcriber)),
+      options_(std::move(options)),
+      sample_rate_(transcriber_ ? transcriber_->feature_extractor().sampling_rate() : 0) {
   ALTO_CHECK(transcriber_ != nullptr, "WhisperLiveTranscriber: no transcriber");
   options_.validate();
-  sample_rate_ = 16000;
   buffer_ = torch::zeros({0}, torch::kFloat32);
 }
 
-double WhisperLiveTranscriber::seconds_received() const {
-  return static_cast<double>(received_) / static_cast<double>(sample_rate_);
-}
+double WhisperLiveTranscriber::seconds_received() const { return seconds(received_); }
 
 const WhisperTranscript& WhisperLiveTranscriber::transcript() const {
   ALTO_CHECK(finished_, "WhisperLiveTranscriber::transcript: call finish() first");
@@ -73,7 +72,7 @@ WhisperLiveTranscriber::Hypothesis WhisperLiveTranscriber::run_pass(bool last) {
 // Words of `h` after those already final that the previous pass also had, in order.
 std::vector<WhisperLiveWord> WhisperLiveTranscriber::agree(const Hypothesis& h) {
   std::vector<WhisperLiveWord> decided;
-  const double offset = static_cast<double>(buffer_offset_) / sample_rate_;
+  const double offset = seconds(buffer_offset_);
   size_t i = final_words_.size(), k = 0;
   for (; i < h.words.size() && k < pending_.size() && h.words[i] == pending_[k]; ++i, ++k) {
     const WhisperSegment& s = h.transcript.segments[h.segment_of[i]];
@@ -85,17 +84,16 @@ std::vector<WhisperLiveWord> WhisperLiveTranscriber::agree(const Hypothesis& h) 
   return decided;
 }
 
-void WhisperLiveTranscriber::drop_buffer_until(double seconds,
+void WhisperLiveTranscriber::drop_buffer_until(double at,
                                                const std::vector<WhisperSegment>& segments) {
-  const double offset = static_cast<double>(buffer_offset_) / sample_rate_;
+  const double offset = seconds(buffer_offset_);
   for (WhisperSegment s : segments) {
     s.start += offset;
     s.end += offset;
     cut_text_ += s.text;
     cut_segments_.push_back(std::move(s));
   }
-  const int64_t samples =
-      std::clamp<int64_t>(std::llround(seconds * sample_rate_), 0, buffer_.size(0));
+  const int64_t samples = std::clamp<int64_t>(std::llround(at * sample_rate_), 0, buffer_.size(0));
   buffer_ = buffer_.narrow(0, samples, buffer_.size(0) - samples).clone();
   buffer_offset_ += samples;
 }
@@ -106,7 +104,7 @@ std::vector<WhisperLiveWord> WhisperLiveTranscriber::cut(const Hypothesis& h) {
   const auto& segments = h.transcript.segments;
   std::vector<WhisperLiveWord> decided;
   if (segments.empty()) {
-    drop_buffer_until(static_cast<double>(buffer_.size(0)) / sample_rate_, {});
+    drop_buffer_until(seconds(buffer_.size(0)), {});
     final_words_.clear();
     pending_.clear();
     return decided;
@@ -123,7 +121,7 @@ std::vector<WhisperLiveWord> WhisperLiveTranscriber::cut(const Hypothesis& h) {
     }
   if (keep == segments.size()) {
     keep = segments.size() > 1 ? segments.size() - 1 : 1;
-    const double offset = static_cast<double>(buffer_offset_) / sample_rate_;
+    const double offset = seconds(buffer_offset_);
     for (size_t w = final_words_.size(); w < through[keep - 1]; ++w) {
       const WhisperSegment& s = segments[h.segment_of[w]];
       decided.push_back({h.words[w], offset + s.start, offset + s.end, seconds_received()});
@@ -158,8 +156,7 @@ std::vector<WhisperLiveWord> WhisperLiveTranscriber::accept_waveform(const torch
     if (since_pass_ < step) continue;
     const Hypothesis h = run_pass(false);
     for (auto& w : agree(h)) decided.push_back(std::move(w));
-    if (static_cast<double>(buffer_.size(0)) / sample_rate_ >
-        options_.max_buffer_seconds - options_.step_seconds)
+    if (seconds(buffer_.size(0)) > options_.max_buffer_seconds - options_.step_seconds)
       for (auto& w : cut(h)) decided.push_back(std::move(w));
   }
   return decided;
@@ -169,7 +166,7 @@ std::vector<WhisperLiveWord> WhisperLiveTranscriber::finish() {
   ALTO_CHECK(!finished_, "WhisperLiveTranscriber::finish called twice");
   finished_ = true;
   std::vector<WhisperLiveWord> decided;
-  const double offset = static_cast<double>(buffer_offset_) / sample_rate_;
+  const double offset = seconds(buffer_offset_);
   WhisperTranscript last;
   if (buffer_.size(0) > 0) {
     const Hypothesis h = run_pass(true);

@@ -41,8 +41,8 @@ class WhisperLiveTranscriber {
   WhisperLiveTranscriber(std::shared_ptr<const WhisperTranscriber> transcriber,
                          WhisperLiveOptions options = {});
 
-  /// Appends mono samples at 16 kHz; runs a pass for each `step_seconds` of new audio. Returns
-  /// the words that became final.
+  /// Appends mono samples at the feature extractor's rate (16 kHz); runs a pass for each
+  /// `step_seconds` of new audio. Returns the words that became final.
   std::vector<WhisperLiveWord> accept_waveform(const torch::Tensor& samples);
   /// The input has ended: the last pass. Returns the words not handed out before.
   std::vector<WhisperLiveWord> finish();
@@ -57,11 +57,14 @@ class WhisperLiveTranscriber {
   Hypothesis run_pass(bool last);
   std::vector<WhisperLiveWord> agree(const Hypothesis& hypothesis);
   std::vector<WhisperLiveWord> cut(const Hypothesis& hypothesis);
-  void drop_buffer_until(double seconds, const std::vector<WhisperSegment>& segments);
+  void drop_buffer_until(double at, const std::vector<WhisperSegment>& segments);
+  double seconds(int64_t samples) const {
+    return static_cast<double>(samples) / static_cast<double>(sample_rate_);
+  }
 
   std::shared_ptr<const WhisperTranscriber> transcriber_;
   WhisperLiveOptions options_;
-  int64_t sample_rate_;
+  const int64_t sample_rate_;                 // the feature extractor's
   torch::Tensor buffer_;                      // samples since the last cut
   int64_t buffer_offset_ = 0;                 // samples cut before it
   int64_t received_ = 0;                      // samples received

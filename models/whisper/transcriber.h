@@ -76,6 +76,7 @@ class WhisperTranscriber {
                                const WhisperTranscribeOptions& options = {}) const;
 
   const Whisper& model() const { return model_; }
+  const features::WhisperFeatureExtractor& feature_extractor() const { return extractor_; }
   const tokenizers::BpeTokenizer& tokenizer() const { return tokenizer_; }
   const WhisperDecoder& decoder() const { return decoder_; }
 
