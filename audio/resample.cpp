@@ -20,7 +20,8 @@ std::string to_string(ResamplerEngine engine) {
 std::string ResamplerOptions::to_string() const {
   return alto::detail::concat("ResamplerOptions(input_rate=", input_rate,
                               ", output_rate=", output_rate, ", channels=", channels,
-                              ", engine=", audio::to_string(engine), ")");
+                              ", engine=", audio::to_string(engine), ", max_ratio=", max_ratio,
+                              ")");
 }
 
 struct Resampler::Impl {
@@ -78,6 +79,14 @@ Resampler::Resampler(const ResamplerOptions& options)
   ALTO_CHECK(options.output_rate > 0, "ResamplerOptions.output_rate must be > 0, got ",
              options.output_rate);
   ALTO_CHECK(options.channels > 0, "ResamplerOptions.channels must be > 0, got ", options.channels);
+  ALTO_CHECK(options.max_ratio >= 1, "ResamplerOptions.max_ratio must be >= 1, got ",
+             options.max_ratio);
+  const double ratio = static_cast<double>(std::max(options.input_rate, options.output_rate)) /
+                       std::min(options.input_rate, options.output_rate);
+  ALTO_CHECK(ratio <= options.max_ratio, "resampling ", options.input_rate, " Hz audio to ",
+             options.output_rate, " Hz changes its length ", ratio,
+             " times, beyond ResamplerOptions.max_ratio (", options.max_ratio, "): a rate of ",
+             options.input_rate, " Hz is unlikely to be the audio's own");
   if (options.input_rate != options.output_rate) impl_->swr = make_swr(options);
 }
 

@@ -18,6 +18,9 @@ struct ResamplerOptions {
   int output_rate = 0;
   int channels = 1;
   ResamplerEngine engine = ResamplerEngine::kSoxr;
+  /// The largest conversion factor either way: a file whose header claims 1 Hz (or 2 GHz) is
+  /// refused rather than turned into gigabytes (or nothing). 8 kHz -> 768 kHz is 96.
+  double max_ratio = 256;
 
   std::string to_string() const;
 };

@@ -12,6 +12,10 @@
 // traces PREFIX-encode.json and PREFIX-decode.json of one pass each (libtorch's profiler) on the
 // first thread count, for the driver's time breakdown, and with --stream-frames
 // PREFIX-stream.json of one streaming pass.
+//
+// --soak SECONDS instead runs one full-duplex stream (encode_step, then decode_step, a second of
+// INPUT's audio at a time, looped) for that much audio and prints its resident memory at the
+// start, after one minute and at the end: a stream's memory must stay flat (issue 20).
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -29,6 +33,7 @@
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
 #include "alto/tokenizers/audio_tokenizer.h"
+#include "timing.h"
 
 namespace {
 
@@ -109,13 +114,37 @@ StreamResult run_stream(const alto::tokenizers::AudioTokenizer& model,
           torch::cat(out, -1)};
 }
 
+nlohmann::json soak(const alto::tokenizers::AudioTokenizer& model, const torch::Tensor& audio,
+                    int64_t seconds) {
+  const int64_t rate = model.sample_rate();
+  ALTO_CHECK(audio.size(-1) >= rate, "--soak needs at least a second of input audio");
+  auto stream = model.stream();
+  nlohmann::json rss;
+  int64_t frames = 0;
+  const auto t0 = Clock::now();
+  for (int64_t s = 0; s < seconds; ++s) {
+    const int64_t at = s * rate % (audio.size(-1) / rate * rate);
+    const torch::Tensor codes = stream->encode_step(audio.narrow(-1, at, rate));
+    stream->decode_step(codes);
+    frames += codes.size(-1);
+    if (s == 0) rss["start_kb"] = alto::bench::resident_kb();
+    if (s + 1 == 60) rss["after_60s_kb"] = alto::bench::resident_kb();
+  }
+  rss["end_kb"] = alto::bench::resident_kb();
+  return {{"seconds", seconds},
+          {"frames", frames},
+          {"wall_s", seconds_since(t0)},
+          {"real_time_factor", seconds_since(t0) / static_cast<double>(seconds)},
+          {"rss", rss}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: alto_bench_codecs MODEL_DIR INPUT.safetensors [--threads 1,2] "
                  "[--repeat N] [--bandwidth KBPS] [--num-quantizers N] [--stream-frames N] "
-                 "[--output OUT] [--profile PREFIX]\n";
+                 "[--output OUT] [--profile PREFIX] [--soak SECONDS]\n";
     return 1;
   }
   try {
@@ -123,7 +152,7 @@ int main(int argc, char** argv) {
     const std::string input_path = argv[2];
     std::vector<int> threads = {1, 2};
     int repeat = 2;
-    int64_t stream_frames = 0;
+    int64_t stream_frames = 0, soak_seconds = 0;
     alto::tokenizers::AudioEncodeOptions options;
     std::string output, profile;
     for (int i = 3; i + 1 < argc; i += 2) {
@@ -142,6 +171,8 @@ int main(int argc, char** argv) {
         output = value;
       else if (flag == "--profile")
         profile = value;
+      else if (flag == "--soak")
+        soak_seconds = std::stoll(value);
       else
         throw alto::InvalidArgument("unknown option " + flag);
     }
@@ -149,14 +180,24 @@ int main(int argc, char** argv) {
     const auto t_load = Clock::now();
     const auto model = alto::tokenizers::AudioTokenizer::from_pretrained(model_dir);
     const double load_s = seconds_since(t_load);
+    const long load_peak_kb = alto::bench::peak_resident_kb();
     const torch::Tensor audio = alto::SafetensorsFile(input_path).tensor("audio").contiguous();
+    if (soak_seconds > 0) {
+      alto::set_num_threads(threads.front());
+      std::cout << nlohmann::json{{"model_type", model->model_type()},
+                                  {"load_s", load_s},
+                                  {"load_peak_kb", load_peak_kb},
+                                  {"soak", soak(*model, audio, soak_seconds)}}
+                       .dump()
+                << "\n";
+      return 0;
+    }
 
-    nlohmann::json out = {{"model_type", model->model_type()},
-                          {"load_s", load_s},
-                          {"sample_rate", model->sample_rate()},
-                          {"hop_length", model->hop_length()},
-                          {"num_codebooks", model->num_codebooks(options)},
-                          {"options", options.to_string()}};
+    nlohmann::json out = {
+        {"model_type", model->model_type()}, {"load_s", load_s},
+        {"load_peak_kb", load_peak_kb},      {"sample_rate", model->sample_rate()},
+        {"hop_length", model->hop_length()}, {"num_codebooks", model->num_codebooks(options)},
+        {"options", options.to_string()}};
     alto::tokenizers::AudioCodes codes;
     torch::Tensor decoded;
     for (int t : threads) {

@@ -34,13 +34,7 @@ namespace {
 using alto::bench::Clock;
 using alto::bench::median;
 using alto::bench::ms_since;
-
-long resident_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
+using alto::bench::resident_kb;
 
 // One stream fed `seconds` of noise in 80 ms chunks: resident memory every simulated minute.
 int long_stream(const std::string& dir, int64_t seconds) {
@@ -79,14 +73,22 @@ int main(int argc, char** argv) {
     int64_t long_seconds = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
-      if (flag == "--dtype") dtype = value;
-      else if (flag == "--threads") threads = std::stoi(value);
-      else if (flag == "--steps") steps = std::stoi(value);
-      else if (flag == "--streams") streams_list = value;
-      else if (flag == "--input") input = value;
-      else if (flag == "--output") output = value;
-      else if (flag == "--long-seconds") long_seconds = std::stoll(value);
-      else throw alto::InvalidArgument("unknown option " + flag);
+      if (flag == "--dtype")
+        dtype = value;
+      else if (flag == "--threads")
+        threads = std::stoi(value);
+      else if (flag == "--steps")
+        steps = std::stoi(value);
+      else if (flag == "--streams")
+        streams_list = value;
+      else if (flag == "--input")
+        input = value;
+      else if (flag == "--output")
+        output = value;
+      else if (flag == "--long-seconds")
+        long_seconds = std::stoll(value);
+      else
+        throw alto::InvalidArgument("unknown option " + flag);
     }
     alto::set_num_threads(threads);
     if (long_seconds > 0) return long_stream(argv[1], long_seconds);

@@ -1,8 +1,13 @@
 #pragma once
-// What the C++ benchmark drivers share: a steady clock in milliseconds and the median of samples.
+// What the C++ benchmark drivers share: a steady clock in milliseconds, the median of samples
+// and the process's resident memory.
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace alto::bench {
@@ -11,6 +16,21 @@ using Clock = std::chrono::steady_clock;
 
 inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// VmRSS, kB.
+inline long resident_kb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+/// The most resident memory the process has had, kB.
+inline long peak_resident_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
 }
 
 inline double median(std::vector<double> v) {

@@ -16,6 +16,11 @@ namespace pybind11::detail {
 bool type_caster<alto::python::TensorArg>::load(handle source, bool) {
   if (THPVariable_Check(source.ptr())) {
     value.tensor = THPVariable_Unpack(source.ptr());
+    // Refused here, for every argument, before torch's own kernels meet them.
+    ALTO_CHECK(value.tensor.layout() == torch::kStrided, "alto takes dense tensors; got a ",
+               value.tensor.layout(), " tensor (call .to_dense() first)");
+    ALTO_CHECK(!value.tensor.is_meta(), "alto takes tensors with data; got a meta tensor of shape ",
+               value.tensor.sizes());
     return true;
   }
   if (isinstance<array>(source)) {
@@ -154,6 +159,9 @@ void bind_core(py::module_& m) {
       "An option or argument has an impossible value (wrong dtype, rank, shape, NaN, ...).");
   static py::object io = new_exception(m, "IoError", py::make_tuple(error),
                                        "A file is missing, unreadable, truncated or corrupt.");
+  static py::object out_of_memory = new_exception(
+      m, "OutOfMemory", py::make_tuple(error, py::handle(PyExc_MemoryError)),
+      "Memory for the work asked could not be had; the message says how much was asked for.");
   static py::object unsupported = new_exception(
       m, "Unsupported", py::make_tuple(error),
       "The input is valid but alto (or the library it delegates to) cannot handle it.");
@@ -167,8 +175,15 @@ void bind_core(py::module_& m) {
       PyErr_SetString(io.ptr(), e.what());
     } catch (const Unsupported& e) {
       PyErr_SetString(unsupported.ptr(), e.what());
+    } catch (const OutOfMemory& e) {
+      PyErr_SetString(out_of_memory.ptr(), e.what());
     } catch (const Error& e) {
       PyErr_SetString(error.ptr(), e.what());
+    } catch (const std::exception& e) {
+      // libtorch's allocator and std::bad_alloc; anything else goes on to pybind's own.
+      const std::optional<OutOfMemory> translated = as_out_of_memory(e);
+      if (!translated) throw;
+      PyErr_SetString(out_of_memory.ptr(), translated->what());
     }
   });
 

@@ -19,6 +19,8 @@ bool verbose_output = false;
 void set_verbose(bool verbose) { verbose_output = verbose; }
 
 std::string error_line(const std::exception& e, const std::string& input) {
+  if (const std::optional<OutOfMemory> translated = as_out_of_memory(e))
+    return error_line(*translated, input);
   std::string text = e.what();
   const bool ours = dynamic_cast<const Error*>(&e) != nullptr;
   if (!ours && !verbose_output) {

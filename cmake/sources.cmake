@@ -4,8 +4,10 @@ set(ALTO_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
 
 # Plain C++ without libtorch: built without the torch precompiled header.
 set(ALTO_CORE_PLAIN_SOURCES
+  ${ALTO_ROOT}/core/error.cpp
   ${ALTO_ROOT}/core/internal/blas.cpp  # only dlsym's the BLAS
   ${ALTO_ROOT}/core/internal/output_file.cpp
+  ${ALTO_ROOT}/core/safetensors_header.cpp
   ${ALTO_ROOT}/core/warning.cpp)
 set(ALTO_AUDIO_SOURCES
   ${ALTO_ROOT}/audio/audio.cpp

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "alto/core/error.h"
@@ -70,48 +71,112 @@ std::string dtype_name(torch::ScalarType dtype) {
   }
 }
 
+namespace {
+
+// The binder whose checkpoint bounds the weights declared on this thread.
+thread_local CheckpointBinder* declaring_binder = nullptr;
+
+}  // namespace
+
+torch::Tensor declare_weight(torch::IntArrayRef shape, const torch::TensorOptions& options) {
+  uint64_t elements = 1;
+  for (const int64_t size : shape) {
+    ALTO_CHECK(size >= 0, "a weight of shape ", shape, " has a negative size");
+    ALTO_CHECK(!__builtin_mul_overflow(elements, static_cast<uint64_t>(size), &elements) &&
+                   elements <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+               "a weight of shape ", shape, " has more elements than a tensor can hold");
+  }
+  CheckpointBinder* binder = declaring_binder;
+  if (!binder) return torch::empty(shape, options);
+  const uint64_t declared_elements = binder->declared_elements_ + elements;
+  const uint64_t declared_tensors = binder->declared_tensors_ + 1;
+  ALTO_CHECK(declared_elements <= 2 * binder->stored_elements_ + (1 << 16) &&
+                 declared_tensors <= 2 * binder->stored_tensors_ + 16,
+             binder->checkpoint_.path(), " does not fit ", binder->model_,
+             ": the config declares more weights than the checkpoint holds (", declared_tensors,
+             " tensors of ", declared_elements, " elements so far, the last of shape ", shape,
+             "; the checkpoint has ", binder->stored_tensors_, " of ", binder->stored_elements_,
+             "): a layer count or size in config.json disagrees with the checkpoint");
+  binder->declared_elements_ = declared_elements;
+  binder->declared_tensors_ = declared_tensors;
+  // One element seen through zero strides: the declared shape without its memory.
+  torch::Tensor placeholder =
+      torch::empty_strided(shape, std::vector<int64_t>(shape.size(), 0), options);
+  binder->unbound_.insert(placeholder.unsafeGetTensorImpl());
+  return placeholder;
+}
+
 CheckpointBinder::CheckpointBinder(const SafetensorsCheckpoint& checkpoint,
                                    const LoadOptions& options, std::string model)
     : checkpoint_(checkpoint), options_(options), model_(std::move(model)) {
   options_.validate();
+  for (const auto& name : checkpoint_.names()) {
+    uint64_t elements = 1;
+    for (const int64_t size : checkpoint_.info(name).shape) elements *= size;  // bounded by bytes
+    stored_elements_ += elements;
+    stored_tensors_ += 1;
+  }
+  outer_ = declaring_binder;
+  declaring_binder = this;
+}
+
+CheckpointBinder::~CheckpointBinder() {
+  if (declaring_binder == this) declaring_binder = outer_;
 }
 
 bool CheckpointBinder::contains(const std::string& name) const {
   return checkpoint_.contains(name);
 }
 
-torch::Tensor CheckpointBinder::convert(const torch::Tensor& stored) const {
+torch::Tensor CheckpointBinder::convert(const torch::Tensor& stored,
+                                        torch::ScalarType dtype) const {
   // A float32 CPU load keeps the memory-mapped view: no copy, no extra resident memory.
   if (!stored.is_floating_point()) return stored.to(options_.device);
-  return stored.to(options_.device, options_.dtype);
+  return stored.to(options_.device, dtype);
 }
 
-torch::Tensor CheckpointBinder::fetch(const std::string& name) {
+torch::Tensor CheckpointBinder::fetch(const std::string& name, torch::ScalarType dtype) {
   // A tied weight fetched twice shares one converted tensor.
-  if (auto it = fetched_.find(name); it != fetched_.end()) return it->second;
-  torch::Tensor found = fetch_uncached(name);
-  if (found.defined()) fetched_[name] = found;
-  return found;
+  auto [it, inserted] = fetched_.try_emplace({name, dtype});
+  if (inserted) it->second = fetch_uncached(name, dtype);
+  return it->second;
 }
 
-torch::Tensor CheckpointBinder::fetch_uncached(const std::string& name) {
-  if (checkpoint_.contains(name)) {
-    used_.insert(name);
-    return convert(checkpoint_.tensor(name));
-  }
+namespace {
+
+// torch.nn.utils.weight_norm stores weight_g/weight_v; the parametrize API stores
+// parametrizations.weight.original0 (g) and original1 (v). Both mean w = g * v / ||v||.
+std::vector<std::pair<std::string, std::string>> weight_norm_names(const std::string& name) {
   const std::string suffix = "weight";
   if (name.size() < suffix.size() ||
       name.compare(name.size() - suffix.size(), suffix.size(), suffix))
     return {};
   const std::string stem = name.substr(0, name.size() - suffix.size());
-  // torch.nn.utils.weight_norm stores weight_g/weight_v; the parametrize API stores
-  // parametrizations.weight.original0 (g) and original1 (v). Both mean w = g * v / ||v||.
-  for (const auto& [g_name, v_name] : {std::pair{name + "_g", name + "_v"},
-                                       std::pair{stem + "parametrizations.weight.original0",
-                                                 stem + "parametrizations.weight.original1"}}) {
+  return {{name + "_g", name + "_v"},
+          {stem + "parametrizations.weight.original0", stem + "parametrizations.weight.original1"}};
+}
+
+}  // namespace
+
+std::optional<std::vector<int64_t>> CheckpointBinder::stored_shape(const std::string& name) {
+  if (checkpoint_.contains(name)) {
+    used_.insert(name);
+    return checkpoint_.info(name).shape;
+  }
+  for (const auto& [g_name, v_name] : weight_norm_names(name)) {
     if (!checkpoint_.contains(g_name) || !checkpoint_.contains(v_name)) continue;
     used_.insert(g_name);
     used_.insert(v_name);
+    return checkpoint_.info(v_name).shape;
+  }
+  return std::nullopt;
+}
+
+torch::Tensor CheckpointBinder::fetch_uncached(const std::string& name,
+                                               torch::ScalarType dtype) const {
+  if (checkpoint_.contains(name)) return convert(checkpoint_.tensor(name), dtype);
+  for (const auto& [g_name, v_name] : weight_norm_names(name)) {
+    if (!checkpoint_.contains(g_name) || !checkpoint_.contains(v_name)) continue;
     torch::Tensor g = checkpoint_.tensor(g_name).to(torch::kFloat32);
     torch::Tensor v = checkpoint_.tensor(v_name).to(torch::kFloat32);
     // The norm runs over every dimension but the one g keeps (dim 0 for Conv1d, also for
@@ -121,9 +186,10 @@ torch::Tensor CheckpointBinder::fetch_uncached(const std::string& name) {
       if (g.size(d) != 1) dim = d;
     ALTO_CHECK(g.dim() == v.dim() || g.numel() == 1, checkpoint_.path(), ": weight norm ", g_name,
                " has shape ", g.sizes(), ", which does not match ", v_name, " ", v.sizes());
-    return convert(at::_weight_norm(v, g, dim));
+    return convert(at::_weight_norm(v, g, dim), dtype);
   }
-  return {};
+  // bind() resolved every pending name against the header.
+  throw Error(detail::concat(checkpoint_.path(), ": ", name, " is not in the checkpoint"));
 }
 
 void CheckpointBinder::bind(torch::nn::Module& module, const std::string& prefix) {
@@ -134,36 +200,52 @@ void CheckpointBinder::bind(torch::nn::Module& module, const std::string& prefix
 
 void CheckpointBinder::bind(torch::Tensor& target, const std::string& name,
                             const std::string& tied) {
-  torch::Tensor found = fetch(name);
-  if (!found.defined() && !tied.empty()) found = fetch(tied);
-  if (!found.defined()) {
+  unbound_.erase(target.unsafeGetTensorImpl());
+  std::string source = name;
+  std::optional<std::vector<int64_t>> shape = stored_shape(name);
+  if (!shape && !tied.empty()) {
+    source = tied;
+    shape = stored_shape(tied);
+  }
+  if (!shape) {
     missing_.push_back(detail::concat(name, " (expected ", target.sizes(), ")"));
     return;
   }
-  if (found.sizes() != target.sizes()) {
+  if (target.sizes() != c10::IntArrayRef(*shape)) {
     misshaped_.push_back(
-        detail::concat(name, ": expected ", target.sizes(), ", found ", found.sizes()));
+        detail::concat(name, ": expected ", target.sizes(), ", found ", c10::IntArrayRef(*shape)));
     return;
   }
-  torch::NoGradGuard no_grad;
-  target.set_data(found);
+  pending_.push_back({target, source, options_.dtype});
 }
 
-void CheckpointBinder::finish(const std::string& owned_prefix) const {
+void CheckpointBinder::finish(const std::string& owned_prefix) {
   std::vector<std::string> unexpected;
   for (const auto& name : checkpoint_.names())
     if (!used_.count(name) && name.compare(0, owned_prefix.size(), owned_prefix) == 0)
       unexpected.push_back(
           detail::concat(name, " ", c10::IntArrayRef(checkpoint_.info(name).shape)));
-  if (missing_.empty() && unexpected.empty() && misshaped_.empty()) return;
-  std::ostringstream message;
-  message << checkpoint_.path() << " does not fit " << model_ << ": " << missing_.size()
-          << " missing, " << unexpected.size() << " unexpected, " << misshaped_.size()
-          << " mis-shaped tensor(s)";
-  for (const auto& m : missing_) message << "\n  missing: " << m;
-  for (const auto& u : unexpected) message << "\n  unexpected: " << u;
-  for (const auto& m : misshaped_) message << "\n  mis-shaped: " << m;
-  throw InvalidArgument(message.str());
+  if (!missing_.empty() || !unexpected.empty() || !misshaped_.empty()) {
+    std::ostringstream message;
+    message << checkpoint_.path() << " does not fit " << model_ << ": " << missing_.size()
+            << " missing, " << unexpected.size() << " unexpected, " << misshaped_.size()
+            << " mis-shaped tensor(s)";
+    for (const auto& m : missing_) message << "\n  missing: " << m;
+    for (const auto& u : unexpected) message << "\n  unexpected: " << u;
+    for (const auto& m : misshaped_) message << "\n  mis-shaped: " << m;
+    throw InvalidArgument(message.str());
+  }
+  // A model that declared a weight it never bound would compute with a placeholder.
+  ALTO_CHECK_AS(Error, unbound_.empty(), model_, ": ", unbound_.size(),
+                " declared weight(s) were never bound to a checkpoint tensor");
+  {
+    torch::NoGradGuard no_grad;
+    for (Pending& p : pending_) p.target.set_data(fetch(p.source, p.dtype));
+  }
+  pending_.clear();
+  fetched_.clear();
+  for (auto& prepare : prepare_) prepare();
+  prepare_.clear();
 }
 
 }  // namespace alto

@@ -4,11 +4,18 @@
 // architecture: it converts each tensor to the load options' device and dtype, folds weight norm
 // from either of PyTorch's spellings, follows tied weights, and reports every missing,
 // unexpected and mis-shaped tensor in one error.
+//
+// A config.json is untrusted: its sizes are checked against the checkpoint's header before any
+// weight memory exists. While a binder is alive, models declare their weights (declare_weight)
+// as placeholders without memory, at most as many as the checkpoint could fill; binding compares
+// shapes with the header alone, and finish() allocates (or maps) only once everything fits.
 
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,19 +49,35 @@ torch::Device parse_device(const std::string& name);
 torch::ScalarType parse_dtype(const std::string& name);
 std::string dtype_name(torch::ScalarType dtype);
 
-/// Fills a model's parameters from a checkpoint, collecting every mismatch; finish() reports.
+/// A weight (parameter or buffer) a model declares with the shape its config implies. While a
+/// CheckpointBinder is alive on this thread it is a placeholder holding one element (reads see
+/// that element everywhere; in-place writes are refused) until the binder's finish() fills it,
+/// and the weights declared in all may not outgrow what that binder's checkpoint holds; without
+/// a binder it is uninitialised memory of that shape (a module built for tests). Throws
+/// alto::InvalidArgument for negative or overflowing sizes and past the checkpoint's bound.
+torch::Tensor declare_weight(torch::IntArrayRef shape, const torch::TensorOptions& options);
+
+/// Fills a model's parameters from a checkpoint, collecting every mismatch; finish() reports,
+/// and only then fills them.
 class CheckpointBinder {
  public:
-  /// `model` names the architecture in error messages.
+  /// `model` names the architecture in error messages. Weights declared from now on (on this
+  /// thread, until the binder is destroyed) are bounded by the checkpoint's size.
   CheckpointBinder(const SafetensorsCheckpoint& checkpoint, const LoadOptions& options,
                    std::string model);
+  ~CheckpointBinder();
+  CheckpointBinder(const CheckpointBinder&) = delete;
+  CheckpointBinder& operator=(const CheckpointBinder&) = delete;
 
   /// Every parameter and buffer of `module`, each from the tensor `prefix` + its dotted name.
   void bind(torch::nn::Module& module, const std::string& prefix = "");
-  /// One tensor: `target`'s shape is the expectation; its storage is replaced. When the
-  /// checkpoint lacks `name` and `tied` is given, the tensor `tied` is used instead (a Hub
-  /// checkpoint leaves tied weights out).
+  /// One tensor: `target`'s shape is the expectation, checked against the header now; finish()
+  /// replaces its storage. When the checkpoint lacks `name` and `tied` is given, the tensor
+  /// `tied` is used instead (a Hub checkpoint leaves tied weights out).
   void bind(torch::Tensor& target, const std::string& name, const std::string& tied = "");
+  /// Runs `prepare` at the end of finish(), once every bound tensor holds its values (fusing
+  /// projections, normalising codebooks), in the order given.
+  void then(std::function<void()> prepare) { prepare_.push_back(std::move(prepare)); }
   /// Tensors bound from now on are converted to `dtype` (a float32 codec inside a bfloat16
   /// model, as transformers keeps it).
   void set_dtype(torch::ScalarType dtype) { options_.dtype = dtype; }
@@ -62,26 +85,44 @@ class CheckpointBinder {
   bool contains(const std::string& name) const;
 
   /// Throws alto::InvalidArgument listing every missing, unexpected and mis-shaped tensor with
-  /// the expected and found shapes; returns when the checkpoint fits the model exactly.
+  /// the expected and found shapes, before any weight memory is allocated; when the checkpoint
+  /// fits the model exactly, fills every bound tensor and runs then()'s preparations.
   /// With `owned_prefix`, only tensors under that prefix count as unexpected (a module loaded
   /// alone from a larger checkpoint, such as an audio LM's encoder).
-  void finish(const std::string& owned_prefix = "") const;
+  void finish(const std::string& owned_prefix = "");
 
  private:
-  /// The checkpoint's tensor for `name` converted for computing, folding weight norm
-  /// (`name`_g/_v, or parametrizations.weight.original0/1) when `name` ends in "weight".
-  /// Undefined when absent.
-  torch::Tensor fetch(const std::string& name);
-  torch::Tensor fetch_uncached(const std::string& name);
-  torch::Tensor convert(const torch::Tensor& stored) const;
+  friend torch::Tensor declare_weight(torch::IntArrayRef, const torch::TensorOptions&);
+  struct Pending {
+    torch::Tensor target;
+    std::string source;  // the checkpoint name (or tied name) it is filled from
+    torch::ScalarType dtype;
+  };
+
+  /// The shape `name` has in the checkpoint (folding weight norm's g/v pair into the weight's),
+  /// marking what it reads as used; nullopt when absent.
+  std::optional<std::vector<int64_t>> stored_shape(const std::string& name);
+  /// The checkpoint's tensor for `name` (as bind() resolved it) converted for computing,
+  /// folding weight norm (`name`_g/_v, or parametrizations.weight.original0/1).
+  torch::Tensor fetch(const std::string& name, torch::ScalarType dtype);
+  torch::Tensor fetch_uncached(const std::string& name, torch::ScalarType dtype) const;
+  torch::Tensor convert(const torch::Tensor& stored, torch::ScalarType dtype) const;
 
   const SafetensorsCheckpoint& checkpoint_;
   LoadOptions options_;
   std::string model_;
-  std::map<std::string, torch::Tensor> fetched_;
+  std::map<std::pair<std::string, torch::ScalarType>, torch::Tensor> fetched_;
   std::set<std::string> used_;
   std::vector<std::string> missing_;
   std::vector<std::string> misshaped_;
+  std::vector<Pending> pending_;
+  std::vector<std::function<void()>> prepare_;
+  // The declaration bound: weights declared under this binder, against twice what the
+  // checkpoint holds (a tied weight is declared twice but stored once).
+  uint64_t stored_elements_ = 0, stored_tensors_ = 0;
+  uint64_t declared_elements_ = 0, declared_tensors_ = 0;
+  std::set<const void*> unbound_;  // placeholders declared but not bound yet
+  CheckpointBinder* outer_ = nullptr;
 };
 
 }  // namespace alto

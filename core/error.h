@@ -3,6 +3,8 @@
 // alto::Error (or a subclass) whose message names the file, field or tensor and what was
 // expected; the library never exits or aborts.
 
+#include <exception>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,6 +34,18 @@ class Unsupported : public Error {
  public:
   using Error::Error;
 };
+
+/// Memory for the work asked could not be had (an allocation failed): the message names what
+/// was being done and how many bytes were asked for.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
+/// For the edges (the CLI, the Python module): an exception from below alto that means memory
+/// ran out (std::bad_alloc, libtorch's allocator) told as alto tells it, with the size asked
+/// for; nullopt for any other exception, which stays as it is.
+std::optional<OutOfMemory> as_out_of_memory(const std::exception& error);
 
 namespace detail {
 template <typename... Parts>

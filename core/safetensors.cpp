@@ -28,23 +28,21 @@ namespace {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the Hugging Face reader's limit
-
 struct Dtype {
   const char* name;
   torch::ScalarType type;
 };
+// SafetensorsTensorInfo::dtype's list, as libtorch types.
 constexpr Dtype kDtypes[] = {{"F64", torch::kFloat64}, {"F32", torch::kFloat32},
                              {"F16", torch::kFloat16}, {"BF16", torch::kBFloat16},
                              {"I64", torch::kInt64},   {"I32", torch::kInt32},
                              {"I16", torch::kInt16},   {"I8", torch::kInt8},
                              {"U8", torch::kUInt8},    {"BOOL", torch::kBool}};
-constexpr const char* kSupported = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
 
-const Dtype* find_dtype(const std::string& name) {
+torch::ScalarType torch_dtype(const std::string& name) {
   for (const Dtype& d : kDtypes)
-    if (name == d.name) return &d;
-  return nullptr;
+    if (name == d.name) return d.type;
+  throw Error("safetensors dtype " + name + " has no libtorch type");  // the parser refused it
 }
 
 const Dtype* find_dtype(torch::ScalarType type) {
@@ -53,94 +51,10 @@ const Dtype* find_dtype(torch::ScalarType type) {
   return nullptr;
 }
 
-/// A JSON value for an error message: scalars as written, containers by kind only, since a
-/// hostile header can make them arbitrarily large.
-std::string describe(const Json& value) {
-  return value.is_number() || value.is_boolean() || value.is_null() ? value.dump()
-                                                                    : value.type_name();
-}
-
-SafetensorsTensorInfo parse_entry(const std::string& path, const std::string& name,
-                                  const Json& entry, uint64_t data_bytes) {
-  const std::string where = detail::concat(path, ": tensor '", name, "'");
-  ALTO_CHECK_AS(IoError, entry.is_object(), where,
-                ": header entry must be an object with dtype, shape and data_offsets, got ",
-                describe(entry));
-  auto field = [&](const char* key) -> const Json& {
-    auto it = entry.find(key);
-    ALTO_CHECK_AS(IoError, it != entry.end(), where, ": header entry has no \"", key, "\"");
-    return *it;
-  };
-
-  SafetensorsTensorInfo info;
-  info.name = name;
-  const Json& dtype = field("dtype");
-  ALTO_CHECK_AS(IoError, dtype.is_string(), where, ": dtype must be a string, got ",
-                describe(dtype));
-  info.dtype = dtype.get<std::string>();
-  const Dtype* known = find_dtype(info.dtype);
-  ALTO_CHECK_AS(Unsupported, known != nullptr, where, " has dtype ", info.dtype,
-                ", which alto does not support (supported: ", kSupported, ")");
-
-  const Json& shape = field("shape");
-  ALTO_CHECK_AS(IoError, shape.is_array(), where, ": shape must be an array, got ",
-                describe(shape));
-  // Hostile sizes must not wrap around and pass the size check below.
-  uint64_t bytes = c10::elementSize(known->type);
-  bool overflow = false;
-  for (const Json& dim : shape) {
-    ALTO_CHECK_AS(
-        IoError,
-        dim.is_number_unsigned() && dim.get<uint64_t>() <= std::numeric_limits<int64_t>::max(),
-        where, ": shape entries must be non-negative integers, got ", describe(dim));
-    info.shape.push_back(dim.get<int64_t>());
-    overflow |= __builtin_mul_overflow(bytes, dim.get<uint64_t>(), &bytes);
-  }
-
-  const Json& offsets = field("data_offsets");
-  ALTO_CHECK_AS(IoError,
-                offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                    offsets[1].is_number_unsigned(),
-                where, ": data_offsets must be [begin, end], two non-negative integers");
-  info.begin = offsets[0].get<uint64_t>();
-  info.end = offsets[1].get<uint64_t>();
-  ALTO_CHECK_AS(IoError, info.begin <= info.end, where, ": data_offsets [", info.begin, ", ",
-                info.end, "] end before they begin");
-  ALTO_CHECK_AS(IoError, info.end <= data_bytes, where, ": data_offsets [", info.begin, ", ",
-                info.end, "] run past the end of the data section (", data_bytes,
-                " bytes); is the file truncated?");
-  ALTO_CHECK_AS(IoError, !overflow, where, ": shape ", c10::IntArrayRef(info.shape),
-                " is too large");
-  ALTO_CHECK_AS(IoError, info.end - info.begin == bytes, where, ": ", info.dtype, " shape ",
-                c10::IntArrayRef(info.shape), " needs ", bytes, " bytes but data_offsets [",
-                info.begin, ", ", info.end, "] hold ", info.end - info.begin);
-  return info;
-}
-
-/// The tensors tile the data section exactly, as the safetensors format requires: sorted by
-/// offset, each begins where the one before ends, the first at 0 and the last at its end. An
-/// overlap would alias two tensors, a gap or trailing bytes hide data no tensor accounts for.
-void check_layout(const std::string& path, const std::vector<SafetensorsTensorInfo>& infos,
-                  uint64_t data_bytes) {
-  std::vector<const SafetensorsTensorInfo*> sorted;
-  for (const auto& info : infos)
-    if (info.begin < info.end) sorted.push_back(&info);  // empty tensors occupy no bytes
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto* a, const auto* b) { return a->begin < b->begin; });
-  uint64_t covered = 0;
-  for (size_t k = 0; k < sorted.size(); ++k) {
-    const auto& b = *sorted[k];
-    if (k > 0) {
-      const auto& a = *sorted[k - 1];
-      ALTO_CHECK_AS(IoError, b.begin >= a.end, path, ": tensors '", a.name, "' [", a.begin, ", ",
-                    a.end, "] and '", b.name, "' [", b.begin, ", ", b.end, "] overlap");
-    }
-    ALTO_CHECK_AS(IoError, b.begin == covered, path, ": bytes [", covered, ", ", b.begin,
-                  ") of the data section belong to no tensor (a gap before '", b.name, "')");
-    covered = b.end;
-  }
-  ALTO_CHECK_AS(IoError, covered == data_bytes, path, ": ", data_bytes - covered,
-                " bytes after the last tensor's data belong to no tensor");
+std::string dtype_names() {
+  std::string names;
+  for (const Dtype& d : kDtypes) names += (names.empty() ? "" : ", ") + std::string(d.name);
+  return names;
 }
 
 /// Closes on destruction.
@@ -176,9 +90,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   ALTO_CHECK_AS(IoError, fd.fd >= 0, path, ": ", std::strerror(errno));
   ALTO_CHECK_AS(IoError, ::fstat(fd.fd, &st) == 0, path, ": ", std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  ALTO_CHECK_AS(IoError, size > 0, path, ": file is empty, not a safetensors file");
-  ALTO_CHECK_AS(IoError, size >= 8, path, ": ", size,
-                " bytes is too short for a safetensors file (its header length alone takes 8)");
+  if (size < 8) {  // too short to map: the parser says why
+    const uint8_t none[8] = {};
+    parse_safetensors_header(none, size, path);
+  }
 
   // Private and writable, so tensors are copy-on-write views that never reach the file;
   // MAP_NORESERVE so a checkpoint larger than RAM + swap is not refused up front.
@@ -188,50 +103,11 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                 " bytes: ", std::strerror(errno));
   mapping_ = std::make_shared<Mapping>(static_cast<uint8_t*>(bytes), size);
 
-  uint64_t header_bytes;
-  std::memcpy(&header_bytes, mapping_->bytes, 8);
-  ALTO_CHECK_AS(IoError, header_bytes <= kMaxHeaderBytes, path, ": header length ", header_bytes,
-                " is over the 100 MB limit; not a safetensors file?");
-  ALTO_CHECK_AS(IoError, header_bytes <= size - 8, path, ": header length ", header_bytes,
-                " runs past the end of the file (", size, " bytes); is it truncated?");
-  data_start_ = 8 + header_bytes;
-
-  Json header;
-  const char* header_text = reinterpret_cast<const char*>(mapping_->bytes) + 8;
-  // nlohmann keeps the last of two equal keys; a tensor named twice is refused instead.
-  std::set<std::string> names;
-  std::string duplicate;
-  const Json::parser_callback_t no_duplicates = [&](int depth, Json::parse_event_t event,
-                                                    Json& parsed) {
-    if (depth == 1 && event == Json::parse_event_t::key &&
-        !names.insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  try {
-    header = Json::parse(header_text, header_text + header_bytes, no_duplicates);
-  } catch (const Json::parse_error& e) {
-    throw IoError(detail::concat(path, ": header is not valid JSON: ", e.what()));
-  }
-  ALTO_CHECK_AS(IoError, duplicate.empty(), path, ": the header names '", duplicate, "' twice");
-  ALTO_CHECK_AS(IoError, header.is_object(), path, ": header must be a JSON object, got ",
-                describe(header));
-
-  for (const auto& [key, value] : header.items()) {
-    if (key == "__metadata__") {
-      ALTO_CHECK_AS(IoError, value.is_object(), path,
-                    ": __metadata__ must map strings to strings, got ", describe(value));
-      for (const auto& [name, text] : value.items()) {
-        ALTO_CHECK_AS(IoError, text.is_string(), path, ": __metadata__ \"", name,
-                      "\" must be a string, got ", describe(text));
-        metadata_[name] = text.get<std::string>();
-      }
-      continue;
-    }
-    infos_.push_back(parse_entry(path, key, value, size - data_start_));
-    index_[key] = infos_.size() - 1;
-  }
-  check_layout(path, infos_, size - data_start_);
+  SafetensorsHeader header = parse_safetensors_header(mapping_->bytes, size, path);
+  data_start_ = header.data_start;
+  infos_ = std::move(header.tensors);
+  metadata_ = std::move(header.metadata);
+  for (size_t k = 0; k < infos_.size(); ++k) index_[infos_[k].name] = k;
 }
 
 std::vector<std::string> SafetensorsFile::names() const {
@@ -250,7 +126,7 @@ const SafetensorsTensorInfo& SafetensorsFile::info(const std::string& name) cons
 
 torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
   const SafetensorsTensorInfo& info = this->info(name);
-  const torch::ScalarType type = find_dtype(info.dtype)->type;
+  const torch::ScalarType type = torch_dtype(info.dtype);
   const auto options = torch::TensorOptions().dtype(type);
   if (info.begin == info.end) return torch::empty(info.shape, options);  // no bytes to point at
   uint8_t* data = mapping_->bytes + data_start_ + info.begin;
@@ -296,29 +172,10 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : path_(pa
   std::ifstream in(file, std::ios::binary);
   ALTO_CHECK_AS(IoError, in.is_open(), where,
                 ": cannot open checkpoint index: ", std::strerror(errno));
-  Json index;
-  try {
-    index = Json::parse(in);
-  } catch (const Json::parse_error& e) {
-    throw IoError(detail::concat(where, ": checkpoint index is not valid JSON: ", e.what()));
-  }
-  ALTO_CHECK_AS(IoError, index.is_object(), where, ": checkpoint index must be a JSON object");
-  auto weight_map = index.find("weight_map");
-  ALTO_CHECK_AS(IoError, weight_map != index.end() && weight_map->is_object(), where,
-                ": has no \"weight_map\" object mapping tensor names to shard files");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  SafetensorsIndex index = parse_safetensors_index(text, where);
 
-  std::vector<std::string> shard_files;
-  std::map<std::string, size_t> shard_position;
-  std::vector<std::pair<std::string, size_t>> listed;  // name -> shard, as the index says
-  for (const auto& [name, shard_file] : weight_map->items()) {
-    ALTO_CHECK_AS(IoError, shard_file.is_string(), where, ": weight_map \"", name,
-                  "\" must name a shard file, got ", describe(shard_file));
-    auto [it, added] = shard_position.emplace(shard_file.get<std::string>(), shard_files.size());
-    if (added) shard_files.push_back(it->first);
-    listed.emplace_back(name, it->second);
-  }
-
-  for (const auto& shard_file : shard_files) {
+  for (const auto& shard_file : index.shard_files) {
     try {
       shards_.emplace_back((file.parent_path() / shard_file).string());
     } catch (const IoError& e) {
@@ -332,19 +189,13 @@ SafetensorsCheckpoint::SafetensorsCheckpoint(const std::string& path) : path_(pa
       names_.push_back(name);
     }
   }
-  for (const auto& [name, s] : listed) {
+  for (const auto& [name, s] : index.weight_map) {
     auto it = shard_of_.find(name);
     ALTO_CHECK_AS(IoError, it != shard_of_.end() && it->second == s, where, ": weight_map puts '",
                   name, "' in ", shards_[s].path(), ", which does not hold it");
   }
 
-  auto metadata = index.find("metadata");
-  if (metadata != index.end()) {
-    ALTO_CHECK_AS(IoError, metadata->is_object(), where, ": \"metadata\" must be an object, got ",
-                  describe(*metadata));
-    for (const auto& [key, value] : metadata->items())
-      metadata_[key] = value.is_string() ? value.get<std::string>() : value.dump();
-  }
+  metadata_ = std::move(index.metadata);
 }
 
 const SafetensorsFile& SafetensorsCheckpoint::shard(const std::string& name) const {
@@ -374,7 +225,7 @@ void save_safetensors(const std::string& path,
                "; only dense tensors can be written");
     ALTO_CHECK_AS(Unsupported, find_dtype(t.scalar_type()) != nullptr, path, ": tensor '", name,
                   "' has dtype ", t.dtype(), ", which safetensors files from alto cannot hold (",
-                  kSupported, ")");
+                  dtype_names(), ")");
   }
 
   // Larger items first keeps every tensor aligned for zero-copy reading.

@@ -11,15 +11,9 @@
 #include <utility>
 #include <vector>
 
-namespace alto {
+#include "alto/core/safetensors_header.h"
 
-/// One tensor's entry in a safetensors header.
-struct SafetensorsTensorInfo {
-  std::string name;
-  std::string dtype;  // "F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"
-  std::vector<int64_t> shape;
-  uint64_t begin = 0, end = 0;  // byte offsets into the data section
-};
+namespace alto {
 
 /// One .safetensors file, memory-mapped. The constructor validates the whole header, so every
 /// later call is in bounds; const methods are thread-safe. Copies share the mapping.

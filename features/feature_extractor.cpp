@@ -22,6 +22,22 @@ PaddingOptions::Strategy PaddingOptions::parse_strategy(const std::string& name)
 
 std::string FeatureExtractor::to_string() const { return format_options(name(), option_list()); }
 
+BatchFeature FeatureExtractor::compute_batch(const std::vector<torch::Tensor>& clips,
+                                             const PaddingOptions& padding) const {
+  BatchFeature batch = compute_features(clips, padding);
+  const torch::Tensor& values = batch.input_features;
+  const torch::Tensor finite = torch::isfinite(values).flatten(1).all(1);
+  if (!finite.all().item<bool>()) {
+    const int64_t clip = (~finite).nonzero()[0][0].item<int64_t>();
+    const torch::Tensor samples = clips[static_cast<size_t>(clip)];
+    throw InvalidArgument(alto::detail::concat(
+        "the ", name(), " features of clip ", clip,
+        " are not finite (NaN or Inf): its samples reach ", samples.abs().max().item<double>(),
+        ", beyond what float32 features can hold (audio samples lie in [-1, 1])"));
+  }
+  return batch;
+}
+
 BatchFeature FeatureExtractor::compute_one(const torch::Tensor& clip,
                                            const PaddingOptions& padding) const {
   BatchFeature batch = compute_batch({clip}, padding);

@@ -67,14 +67,21 @@ class FeatureExtractor {
 
   /// Clips ([samples] float each, at sampling_rate()) -> a padded batch with a leading batch
   /// dimension, laid out as the reference returns it. Clips are spread over alto's threads.
-  virtual BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                                     const PaddingOptions& padding = {}) const = 0;
+  /// Features that overflow (samples far outside [-1, 1]) are an alto::InvalidArgument naming
+  /// the clip, never NaN or Inf handed on.
+  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
+                             const PaddingOptions& padding = {}) const;
 
   /// One clip: the same without the batch dimension.
   BatchFeature compute_one(const torch::Tensor& clip, const PaddingOptions& padding = {}) const;
 
   /// Throws when a caller's sample rate is not the extractor's, saying to resample.
   void check_sampling_rate(int sampling_rate) const;
+
+ protected:
+  /// compute_batch without the check of its result.
+  virtual BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                        const PaddingOptions& padding) const = 0;
 };
 
 /// A registered extractor: what from_pretrained, the CLI and Python need to know of it.

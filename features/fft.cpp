@@ -34,13 +34,14 @@ struct PlanPair {
 };
 
 // Plans live for the whole process: they are small, and destroying them while another thread
-// executes one would be a race.
+// executes one would be a race. The cache itself is never destroyed either, so the plans stay
+// reachable (and usable by threads still running) at exit.
 PlanPair plans_for(int n) {
   static std::mutex mutex;
-  static std::map<int, PlanPair> cache;
+  static auto* const cache = new std::map<int, PlanPair>;
   std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(n);
-  if (it != cache.end()) return it->second;
+  auto it = cache->find(n);
+  if (it != cache->end()) return it->second;
   AlignedBuffer<float> real(n);
   AlignedBuffer<std::complex<float>> complex(n / 2 + 1);
   auto* c = reinterpret_cast<fftwf_complex*>(complex.data());
@@ -51,7 +52,7 @@ PlanPair plans_for(int n) {
                  fftwf_plan_dft_c2r_1d(n, c, real.data(), FFTW_ESTIMATE)};
   ALTO_CHECK_AS(Error, plans.forward != nullptr && plans.inverse != nullptr,
                 "FFTW could not plan a real FFT of size ", n);
-  cache.emplace(n, plans);
+  cache->emplace(n, plans);
   return plans;
 }
 

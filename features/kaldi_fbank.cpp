@@ -171,8 +171,8 @@ torch::Tensor KaldiFbank::compute(const torch::Tensor& wave) const {
   return detail::kaldi_compute(*frames_, options_, wave, "KaldiFbank");
 }
 
-BatchFeature KaldiFbank::compute_batch(const std::vector<torch::Tensor>& clips,
-                                       const PaddingOptions& padding) const {
+BatchFeature KaldiFbank::compute_features(const std::vector<torch::Tensor>& clips,
+                                          const PaddingOptions& padding) const {
   std::vector<torch::Tensor> features(clips.size());
   for (const auto& clip : clips) checked_waveform(clip, "KaldiFbank");
   detail::for_each_clip(clips.size(), [&](size_t i) { features[i] = compute(clips[i]); });

@@ -58,11 +58,14 @@ class KaldiFbank : public FeatureExtractor {
   std::string name() const override { return "kaldi-fbank"; }
   int sampling_rate() const override;
   OptionList option_list() const override { return options_.schema().values(options_); }
+
+ protected:
   /// [B, frames, bins], padded with zeros to the longest; attention_mask [B, frames] by default
   /// for more than one clip.
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
 
+ public:
   const KaldiFbankOptions& options() const { return options_; }
   const FrameProcessor& frame_processor() const { return *frames_; }
 

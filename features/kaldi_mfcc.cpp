@@ -96,8 +96,8 @@ torch::Tensor KaldiMfcc::compute(const torch::Tensor& wave) const {
   return detail::kaldi_compute(*frames_, options_, wave, "KaldiMfcc");
 }
 
-BatchFeature KaldiMfcc::compute_batch(const std::vector<torch::Tensor>& clips,
-                                      const PaddingOptions& padding) const {
+BatchFeature KaldiMfcc::compute_features(const std::vector<torch::Tensor>& clips,
+                                         const PaddingOptions& padding) const {
   for (const auto& clip : clips) checked_waveform(clip, "KaldiMfcc");
   std::vector<torch::Tensor> features(clips.size());
   detail::for_each_clip(clips.size(), [&](size_t i) { features[i] = compute(clips[i]); });

@@ -30,9 +30,12 @@ class KaldiMfcc : public FeatureExtractor {
   std::string name() const override { return "kaldi-mfcc"; }
   int sampling_rate() const override { return static_cast<int>(options_.sample_frequency); }
   OptionList option_list() const override { return options_.schema().values(options_); }
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
 
+ protected:
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
+
+ public:
   const KaldiMfccOptions& options() const { return options_; }
   const FrameProcessor& frame_processor() const { return *frames_; }
 

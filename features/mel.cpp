@@ -81,6 +81,10 @@ torch::Tensor mel_filter_bank(const MelFilterBankOptions& o) {
              o.num_frequency_bins);
   ALTO_CHECK(o.num_mel_filters >= 1, "mel filterbank: n_mels must be >= 1, got ",
              o.num_mel_filters);
+  ALTO_CHECK(int64_t{o.num_frequency_bins} * o.num_mel_filters <= kMaxMelFilterBankSize,
+             "mel filterbank: ", o.num_mel_filters, " filters over ", o.num_frequency_bins,
+             " frequency bins (n_fft=", 2 * (int64_t{o.num_frequency_bins} - 1),
+             ") exceed the largest filterbank alto builds (", kMaxMelFilterBankSize, " weights)");
   ALTO_CHECK(o.min_frequency >= 0 && o.min_frequency < o.max_frequency, "mel filterbank: f_min (",
              o.min_frequency, ") must be >= 0 and below f_max (", o.max_frequency, ")");
   ALTO_CHECK(o.max_frequency <= o.sampling_rate / 2.0, "mel filterbank: f_max (", o.max_frequency,
@@ -132,6 +136,10 @@ torch::Tensor mel_filter_bank(const MelFilterBankOptions& o) {
 torch::Tensor kaldi_mel_banks(int num_bins, int padded_window_size, double sample_frequency,
                               double low_freq, double high_freq) {
   ALTO_CHECK(num_bins > 3, "num_mel_bins must be > 3, got ", num_bins);
+  ALTO_CHECK(int64_t{num_bins} * (padded_window_size / 2 + 1) <= kMaxMelFilterBankSize,
+             "Kaldi mel banks: ", num_bins, " bins over a padded window of ", padded_window_size,
+             " samples exceed the largest filterbank alto builds (", kMaxMelFilterBankSize,
+             " weights)");
   const double nyquist = 0.5 * sample_frequency;
   if (high_freq <= 0.0) high_freq += nyquist;
   ALTO_CHECK(low_freq >= 0.0 && low_freq < nyquist && high_freq > 0.0 && high_freq <= nyquist &&

@@ -24,6 +24,11 @@ std::string to_string(MelNorm norm);
 double hertz_to_mel(double hertz, MelScale scale);
 double mel_to_hertz(double mel, MelScale scale);
 
+/// The most weights a mel filterbank may hold (frequency bins x filters, 128 MB in float64): any
+/// real configuration fits (n_fft 16384 with 1024 filters is half of it), and a corrupt one
+/// (n_fft 4006000 in a preprocessor_config.json) cannot demand gigabytes.
+constexpr int64_t kMaxMelFilterBankSize = int64_t{1} << 24;
+
 struct MelFilterBankOptions {
   int num_frequency_bins = 201;  // n_fft / 2 + 1
   int num_mel_filters = 80;

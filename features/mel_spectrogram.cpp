@@ -122,8 +122,8 @@ torch::Tensor MelSpectrogram::compute(const torch::Tensor& wave) const {
   return process_frames(*frames_, x.data_ptr<float>(), x.numel(), nullptr, /*feature_major=*/true);
 }
 
-BatchFeature MelSpectrogram::compute_batch(const std::vector<torch::Tensor>& clips,
-                                           const PaddingOptions& padding) const {
+BatchFeature MelSpectrogram::compute_features(const std::vector<torch::Tensor>& clips,
+                                              const PaddingOptions& padding) const {
   for (const auto& clip : clips) checked_waveform(clip, "MelSpectrogram");
   std::vector<torch::Tensor> frames(clips.size());  // [frames, n_mels] each, for padding
   detail::for_each_clip(clips.size(), [&](size_t i) { frames[i] = compute(clips[i]).t(); });

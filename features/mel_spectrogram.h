@@ -49,10 +49,13 @@ class MelSpectrogram : public FeatureExtractor {
   std::string name() const override { return "mel"; }
   int sampling_rate() const override { return options_.sample_rate; }
   OptionList option_list() const override { return options_.schema().values(options_); }
-  /// [B, n_mels, frames], zero-padded to the longest; attention_mask [B, frames] for batches.
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
 
+ protected:
+  /// [B, n_mels, frames], zero-padded to the longest; attention_mask [B, frames] for batches.
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
+
+ public:
   const MelSpectrogramOptions& options() const { return options_; }
   /// [n_fft / 2 + 1, n_mels], torchaudio's melscale_fbanks (computed in float64).
   const torch::Tensor& mel_filters() const { return mel_filters_; }

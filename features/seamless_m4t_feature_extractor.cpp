@@ -58,8 +58,8 @@ torch::Tensor SeamlessM4TFeatureExtractor::fbank(const torch::Tensor& wave) cons
   return fbank_.compute(x * 32768.0f);
 }
 
-BatchFeature SeamlessM4TFeatureExtractor::compute_batch(const std::vector<torch::Tensor>& clips,
-                                                        const PaddingOptions& padding) const {
+BatchFeature SeamlessM4TFeatureExtractor::compute_features(const std::vector<torch::Tensor>& clips,
+                                                           const PaddingOptions& padding) const {
   ALTO_CHECK(!clips.empty(), "SeamlessM4TFeatureExtractor: no clips given");
   for (const auto& clip : clips) checked_waveform(clip, "SeamlessM4TFeatureExtractor");
   std::vector<torch::Tensor> features(clips.size());

@@ -39,10 +39,13 @@ class SeamlessM4TFeatureExtractor : public FeatureExtractor {
   std::string name() const override { return "seamless-m4t"; }
   int sampling_rate() const override { return options_.sampling_rate; }
   OptionList option_list() const override { return options_.schema().values(options_); }
-  /// input_features [B, T / stride, num_mel_bins * stride], attention_mask [B, T / stride].
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
 
+ protected:
+  /// input_features [B, T / stride, num_mel_bins * stride], attention_mask [B, T / stride].
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
+
+ public:
   const SeamlessM4TFeatureExtractorOptions& options() const { return options_; }
 
  private:

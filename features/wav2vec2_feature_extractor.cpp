@@ -39,8 +39,8 @@ Wav2Vec2FeatureExtractorOptions validated(Wav2Vec2FeatureExtractorOptions o) {
 Wav2Vec2FeatureExtractor::Wav2Vec2FeatureExtractor(Wav2Vec2FeatureExtractorOptions options)
     : options_(validated(options)) {}
 
-BatchFeature Wav2Vec2FeatureExtractor::compute_batch(const std::vector<torch::Tensor>& clips,
-                                                     const PaddingOptions& padding) const {
+BatchFeature Wav2Vec2FeatureExtractor::compute_features(const std::vector<torch::Tensor>& clips,
+                                                        const PaddingOptions& padding) const {
   ALTO_CHECK(!clips.empty(), "Wav2Vec2FeatureExtractor: no clips given");
   std::vector<torch::Tensor> sequences;
   for (const auto& clip : clips)

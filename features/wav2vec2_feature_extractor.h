@@ -33,11 +33,14 @@ class Wav2Vec2FeatureExtractor : public FeatureExtractor {
   std::string name() const override { return "wav2vec2"; }
   int sampling_rate() const override { return options_.sampling_rate; }
   OptionList option_list() const override { return options_.schema().values(options_); }
+
+ protected:
   /// input_values [B, samples]; attention_mask [B, samples] when requested. Without a mask,
   /// normalisation covers the padding too, as transformers does.
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
 
+ public:
   const Wav2Vec2FeatureExtractorOptions& options() const { return options_; }
 
  private:

@@ -108,8 +108,8 @@ torch::Tensor WhisperFeatureExtractor::compute(const torch::Tensor& wave,
   return compute_one(wave, padding).input_features;
 }
 
-BatchFeature WhisperFeatureExtractor::compute_batch(const std::vector<torch::Tensor>& clips,
-                                                    const PaddingOptions& padding) const {
+BatchFeature WhisperFeatureExtractor::compute_features(const std::vector<torch::Tensor>& clips,
+                                                       const PaddingOptions& padding) const {
   ALTO_CHECK(!clips.empty(), "WhisperFeatureExtractor: no clips given");
   std::vector<torch::Tensor> sequences;
   for (const auto& clip : clips)

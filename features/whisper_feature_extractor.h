@@ -48,10 +48,13 @@ class WhisperFeatureExtractor : public FeatureExtractor {
   std::string name() const override { return "whisper"; }
   int sampling_rate() const override { return options_.sampling_rate; }
   OptionList option_list() const override { return options_.schema().values(options_); }
-  /// input_features [B, feature_size, frames], attention_mask [B, frames] when requested.
-  BatchFeature compute_batch(const std::vector<torch::Tensor>& clips,
-                             const PaddingOptions& padding = {}) const override;
 
+ protected:
+  /// input_features [B, feature_size, frames], attention_mask [B, frames] when requested.
+  BatchFeature compute_features(const std::vector<torch::Tensor>& clips,
+                                const PaddingOptions& padding) const override;
+
+ public:
   const WhisperFeatureExtractorOptions& options() const { return options_; }
   /// The per-frame log-mel, (log10(max(mel, 1e-10)) + 4) / 4 before the clamp.
   const FrameProcessor& frame_processor() const { return *frames_; }

@@ -53,7 +53,7 @@ Conv1d conv(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad
 class Snake1dImpl : public torch::nn::Module {
  public:
   Snake1dImpl(int64_t channels, const torch::TensorOptions& o) {
-    alpha = register_parameter("alpha", torch::empty({1, channels, 1}, o), false);
+    alpha = blocks::uninitialised_parameter(*this, "alpha", {1, channels, 1}, o);
   }
   void prepare() { inverse = (alpha + 1e-9).reciprocal(); }
 
@@ -401,8 +401,8 @@ Dac::Dac(const DacConfig& config, const SafetensorsCheckpoint& checkpoint,
     : AudioTokenizer(options) {
   config.validate();
   features.validate();
-  auto impl = std::make_shared<Impl>(config, options, features);
   CheckpointBinder binder(checkpoint, options, "DAC (" + config.to_string() + ")");
+  auto impl = std::make_shared<Impl>(config, options, features);
   binder.bind(*impl->model);
   binder.finish();
   torch::NoGradGuard no_grad;
@@ -504,6 +504,7 @@ tokenizers::AudioCodes Dac::encode(const torch::Tensor& audio,
   const int64_t k = num_codebooks(options);
   tokenizers::AudioCodes codes;
   codes.codes = quantize(encode_latents(pad_input(audio)), k).audio_codes;
+  codes.num_samples = audio.size(-1);
   return codes;
 }
 
@@ -515,6 +516,8 @@ torch::Tensor Dac::decode(const tokenizers::AudioCodes& codes) const {
   torch::Tensor audio = decode_latents(dequantize(codes.codes)).to(torch::kFloat32);
   if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
     audio = audio.narrow(2, 0, codes.num_samples).contiguous();
+  else if (codes.num_samples > audio.size(2))
+    audio = torch::constant_pad_nd(audio, {0, codes.num_samples - audio.size(2)});
   return audio;
 }
 

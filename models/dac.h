@@ -88,12 +88,14 @@ class Dac final : public tokenizers::AudioTokenizer {
   int64_t num_codebooks(const tokenizers::AudioEncodeOptions& options) const override;
 
   /// audio: float [batch, 1, samples] -> codes int64 [batch, K, frames]: pads as the feature
-  /// extractor does, then DacModel.encode(n_quantizers = options.num_quantizers).
+  /// extractor does, then DacModel.encode(n_quantizers = options.num_quantizers);
+  /// num_samples = samples.
   tokenizers::AudioCodes encode(const torch::Tensor& audio,
                                 const tokenizers::AudioEncodeOptions& options = {}) const override;
   /// codes int64 [batch, K, frames], 1 <= K <= n_codebooks -> float32 [batch, 1, samples]:
-  /// DacModel.decode(audio_codes=codes), whose length transformers never truncates (encode
-  /// leaves num_samples 0); a caller's num_samples > 0 truncates to it.
+  /// DacModel.decode(audio_codes=codes), whose length (transformers never cuts it) is the
+  /// decoder's, a few samples short of frames * hop; num_samples > 0 (encode's) makes it
+  /// exactly that long, cutting the padding or filling the decoder's shortfall with zeros.
   torch::Tensor decode(const tokenizers::AudioCodes& codes) const override;
 
   // The stages of DacModel, for parity checks and for callers that want the continuous

@@ -258,8 +258,8 @@ Encodec::Encodec(const EncodecConfig& config, const SafetensorsCheckpoint& check
                  const LoadOptions& options)
     : AudioTokenizer(options) {
   config.validate();
-  auto impl = std::make_shared<Impl>(config, options);
   CheckpointBinder binder(checkpoint, options, "EnCodec (" + config.to_string() + ")");
+  auto impl = std::make_shared<Impl>(config, options);
   binder.bind(*impl->model);
   binder.finish();
   impl->model->quantizer->prepare();

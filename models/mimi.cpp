@@ -366,10 +366,12 @@ void Mimi::bind(const MimiConfig& config, CheckpointBinder& binder, const std::s
   config.validate();
   auto impl = std::make_shared<Impl>(config, options);
   binder.bind(*impl->model, prefix);
-  torch::NoGradGuard no_grad;
-  impl->model->quantizer->prepare();
-  impl->model->encoder_transformer->prepare();
-  impl->model->decoder_transformer->prepare();
+  binder.then([model = impl->model]() mutable {
+    torch::NoGradGuard no_grad;
+    model->quantizer->prepare();
+    model->encoder_transformer->prepare();
+    model->decoder_transformer->prepare();
+  });
   impl_ = std::move(impl);
 }
 

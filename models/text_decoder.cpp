@@ -216,8 +216,8 @@ TextDecoder::TextDecoder(const TextDecoderConfig& config, CheckpointBinder& bind
   } else {
     // Its own tensor (binding replaces the target's storage): untied, or a tied copy saved.
     impl->lm_head =
-        torch::empty({config.vocab_size, config.hidden_size},
-                     torch::TensorOptions().dtype(options.dtype).device(options.device));
+        declare_weight({config.vocab_size, config.hidden_size},
+                       torch::TensorOptions().dtype(options.dtype).device(options.device));
     binder.bind(impl->lm_head, head_name);
   }
   impl_ = std::move(impl);

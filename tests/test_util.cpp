@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,6 +12,19 @@
 #include <stdexcept>
 
 namespace alto::test {
+
+long resident_kb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+long peak_resident_kb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
 
 std::string data_path(const std::string& name) {
   return std::string(ALTO_TEST_DATA_DIR) + "/" + name;

@@ -14,6 +14,9 @@ std::string data_path(const std::string& name);  // tests/data/<name>
 std::string temp_path(const std::string& name);
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+/// This process's resident memory now, and the most it has had (kB).
+long resident_kb();
+long peak_resident_kb();
 
 /// amplitude * sin(2 pi f n / rate) in every channel.
 audio::Audio sine(double frequency, double amplitude, int sample_rate, int64_t frames,

@@ -28,6 +28,9 @@ class IoError(Error):
 class Unsupported(Error):
     """The input is valid but alto cannot handle it."""
 
+class OutOfMemory(Error, MemoryError):
+    """Memory for the work asked could not be had; the message says how much was asked for."""
+
 def set_num_threads(threads: int) -> None: ...
 def num_threads() -> int: ...
 def default_num_threads() -> int: ...

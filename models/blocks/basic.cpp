@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 #include "alto/models/internal/conv.h"
 #include "alto/models/internal/few_rows.h"
@@ -11,7 +12,7 @@ namespace alto::models::blocks {
 torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::string& name,
                                       torch::IntArrayRef shape,
                                       const torch::TensorOptions& options) {
-  return module.register_parameter(name, torch::empty(shape, options), /*requires_grad=*/false);
+  return module.register_parameter(name, declare_weight(shape, options), /*requires_grad=*/false);
 }
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias,

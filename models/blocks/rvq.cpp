@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 
 namespace alto::models::blocks {
@@ -12,7 +13,7 @@ namespace {
 
 torch::Tensor buffer(torch::nn::Module& module, const std::string& name, torch::IntArrayRef shape,
                      const torch::TensorOptions& options) {
-  return module.register_buffer(name, torch::empty(shape, options));
+  return module.register_buffer(name, declare_weight(shape, options));
 }
 
 models::blocks::Conv1d projection(int64_t in, int64_t out, bool bias,
@@ -255,8 +256,8 @@ CodebookEntry dac_codebook() {
         stage_module.register_module("in_proj", projection(o.input_dim, o.codebook_dim, true, t));
     stage.out_proj =
         stage_module.register_module("out_proj", projection(o.codebook_dim, o.input_dim, true, t));
-    stage.codewords = codebook.register_parameter(
-        "weight", torch::empty({o.codebook_size, o.codebook_dim}, t), /*requires_grad=*/false);
+    stage.codewords =
+        uninitialised_parameter(codebook, "weight", {o.codebook_size, o.codebook_dim}, t);
   };
   e.prepare = [](torch::nn::Module&, CodebookStage& stage, const ResidualVectorQuantizerOptions&) {
     stage.search = torch::nn::functional::normalize(

@@ -12,11 +12,6 @@ namespace alto::models::blocks {
 
 namespace {
 
-torch::Tensor uninitialised(torch::nn::Module& module, const std::string& name,
-                            torch::IntArrayRef shape, const torch::TensorOptions& options) {
-  return module.register_parameter(name, torch::empty(shape, options), /*requires_grad=*/false);
-}
-
 void check_input(const torch::Tensor& x, int64_t channels, const char* what) {
   ALTO_CHECK(x.defined() && x.dim() == 3 && x.size(1) == channels, what,
              ": expected input [batch, ", channels, ", time], got ",
@@ -85,8 +80,8 @@ std::string conv_norm_name(ConvNorm norm) {
 
 GroupNormImpl::GroupNormImpl(int64_t channels, double eps_, const torch::TensorOptions& options)
     : eps(eps_) {
-  weight = uninitialised(*this, "weight", {channels}, options);
-  bias = uninitialised(*this, "bias", {channels}, options);
+  weight = uninitialised_parameter(*this, "weight", {channels}, options);
+  bias = uninitialised_parameter(*this, "bias", {channels}, options);
 }
 
 torch::Tensor GroupNormImpl::forward(const torch::Tensor& x) const {
@@ -317,10 +312,12 @@ SeanetLstmImpl::SeanetLstmImpl(int64_t dim, int64_t num_layers, const torch::Ten
   auto lstm = register_module("lstm", std::make_shared<torch::nn::Module>("LSTM"));
   for (int64_t l = 0; l < num_layers; ++l) {
     const std::string k = std::to_string(l);
-    flat_weights_.push_back(uninitialised(*lstm, "weight_ih_l" + k, {4 * dim, dim}, options));
-    flat_weights_.push_back(uninitialised(*lstm, "weight_hh_l" + k, {4 * dim, dim}, options));
-    flat_weights_.push_back(uninitialised(*lstm, "bias_ih_l" + k, {4 * dim}, options));
-    flat_weights_.push_back(uninitialised(*lstm, "bias_hh_l" + k, {4 * dim}, options));
+    flat_weights_.push_back(
+        uninitialised_parameter(*lstm, "weight_ih_l" + k, {4 * dim, dim}, options));
+    flat_weights_.push_back(
+        uninitialised_parameter(*lstm, "weight_hh_l" + k, {4 * dim, dim}, options));
+    flat_weights_.push_back(uninitialised_parameter(*lstm, "bias_ih_l" + k, {4 * dim}, options));
+    flat_weights_.push_back(uninitialised_parameter(*lstm, "bias_hh_l" + k, {4 * dim}, options));
   }
 }
 

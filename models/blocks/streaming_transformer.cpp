@@ -139,7 +139,7 @@ void TransformerKVCache::reset() {
 }
 
 LayerScaleImpl::LayerScaleImpl(int64_t dim, const torch::TensorOptions& options) {
-  scale = register_parameter("scale", torch::empty({dim}, options), /*requires_grad=*/false);
+  scale = uninitialised_parameter(*this, "scale", {dim}, options);
 }
 
 StreamingTransformerImpl::StreamingTransformerImpl(const StreamingTransformerOptions& options,

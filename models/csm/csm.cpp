@@ -188,32 +188,32 @@ Csm::Csm(const std::string& dir, const LoadOptions& options) {
   const auto dense = torch::TensorOptions().dtype(options.dtype).device(options.device);
   const int64_t K = c.num_codebooks, V = c.vocab_size, H = c.backbone.hidden_size;
   const int64_t depth_width = c.depth_decoder.hidden_size;
-  impl->embed_text_tokens = torch::empty({c.text_vocab_size, H}, dense);
+  impl->embed_text_tokens = declare_weight({c.text_vocab_size, H}, dense);
   binder.bind(impl->embed_text_tokens, "embed_text_tokens.weight");
   const std::string backbone_table = "backbone_model.embed_tokens.embed_audio_tokens.weight";
   const std::string depth_table = "depth_decoder.model.embed_tokens.weight";
-  impl->embed_audio_tokens = torch::empty({K * V, H}, dense);
+  impl->embed_audio_tokens = declare_weight({K * V, H}, dense);
   binder.bind(impl->embed_audio_tokens, backbone_table,
               c.tie_codebooks_embeddings ? depth_table : "");
   // Each decoder reads its own table, as transformers does when the checkpoint holds both; the
   // tie supplies a missing one. Equal tables are kept once.
-  impl->depth_embed_tokens = torch::empty({K * V, H}, dense);
+  impl->depth_embed_tokens = declare_weight({K * V, H}, dense);
   binder.bind(impl->depth_embed_tokens, depth_table,
               c.tie_codebooks_embeddings ? backbone_table : "");
-  if (torch::equal(impl->depth_embed_tokens, impl->embed_audio_tokens))
-    impl->depth_embed_tokens = impl->embed_audio_tokens;
-  impl->inputs_embeds_projector = torch::empty({depth_width, H}, dense);
+  impl->inputs_embeds_projector = declare_weight({depth_width, H}, dense);
   binder.bind(impl->inputs_embeds_projector, "depth_decoder.model.inputs_embeds_projector.weight");
-  torch::Tensor head = torch::empty({K - 1, depth_width, V}, dense);
+  torch::Tensor head = declare_weight({K - 1, depth_width, V}, dense);
   binder.bind(head, "depth_decoder.codebooks_head.weight");
-  // transformers multiplies by weight[k] ([hidden, vocab]); blocks::linear reads [out, in].
-  impl->codebooks_head = head.transpose(1, 2).contiguous();
   LoadOptions codec_options = options;
   codec_options.dtype = torch::kFloat32;  // transformers keeps the codec in float32
   binder.set_dtype(torch::kFloat32);
   impl->codec = std::make_shared<const Mimi>(c.codec_config, binder, "codec_model.",
                                              codec_options);
   binder.finish();
+  if (torch::equal(impl->depth_embed_tokens, impl->embed_audio_tokens))
+    impl->depth_embed_tokens = impl->embed_audio_tokens;
+  // transformers multiplies by weight[k] ([hidden, vocab]); blocks::linear reads [out, in].
+  impl->codebooks_head = head.transpose(1, 2).contiguous();
   impl->audio_offsets =
       torch::arange(K, torch::TensorOptions().dtype(torch::kInt64).device(options.device)) * V;
   impl_ = std::move(impl);

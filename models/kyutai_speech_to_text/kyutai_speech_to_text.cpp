@@ -296,15 +296,14 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
   require_checkpoint_folder(dir, "KyutaiSpeechToText::from_pretrained");
   options.validate();
   const KyutaiSpeechToTextConfig config = KyutaiSpeechToTextConfig::from_json(dir);
+  const SafetensorsCheckpoint checkpoint(dir);
+  CheckpointBinder binder(checkpoint, options, config.to_string());
   auto impl = std::make_shared<Impl>(config, options);
   impl->processor = KyutaiSpeechToTextProcessorConfig::from_pretrained(dir);
   ALTO_CHECK(impl->processor.sampling_rate == config.codec_config.sampling_rate, dir,
              ": the processor's sampling_rate (", impl->processor.sampling_rate,
              ") differs from the codec's (", config.codec_config.sampling_rate, ")");
   impl->tokenizer = tokenizers::TextTokenizer::from_pretrained(dir);
-
-  const SafetensorsCheckpoint checkpoint(dir);
-  CheckpointBinder binder(checkpoint, options, config.to_string());
   binder.bind(*impl->module, "model.");
   for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
     auto& attention = *impl->module->layers->at<DecoderLayerImpl>(i).self_attn;
@@ -314,8 +313,9 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
     binder.bind(attention.v_proj->weight, name + "v_proj.linear.weight");
     binder.bind(attention.output_proj->weight, name + "o_proj.linear.weight");
   }
-  impl->lm_head = torch::empty({config.vocab_size, config.hidden_size},
-                               torch::TensorOptions().dtype(options.dtype).device(options.device));
+  impl->lm_head =
+      declare_weight({config.vocab_size, config.hidden_size},
+                     torch::TensorOptions().dtype(options.dtype).device(options.device));
   binder.bind(impl->lm_head, "lm_head.weight",
               config.tie_word_embeddings ? "model.embed_tokens.embed_tokens.weight" : "");
   // transformers keeps the codec in float32 whatever the decoder's dtype.

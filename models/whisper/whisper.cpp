@@ -119,23 +119,26 @@ std::shared_ptr<const Whisper> Whisper::from_pretrained(const std::string& dir,
 Whisper::Whisper(const WhisperConfig& config, const SafetensorsCheckpoint& checkpoint,
                  const LoadOptions& options) {
   config.validate();
+  CheckpointBinder binder(checkpoint, options, "Whisper (" + config.to_string() + ")");
   auto impl = std::make_shared<Impl>(config, options);
   impl->prefix = whisper_checkpoint_prefix(checkpoint);
-  CheckpointBinder binder(checkpoint, options, "Whisper (" + config.to_string() + ")");
   impl->encoder =
       std::make_shared<const WhisperEncoder>(config, binder, impl->prefix + "encoder.", options);
   binder.bind(*impl->decoder, impl->prefix + "decoder.");
-  impl->proj_out = torch::empty({config.vocab_size, config.d_model},
-                                torch::TensorOptions().dtype(options.dtype).device(options.device));
+  impl->proj_out =
+      declare_weight({config.vocab_size, config.d_model},
+                     torch::TensorOptions().dtype(options.dtype).device(options.device));
   binder.bind(impl->proj_out, "proj_out.weight",
               config.tie_word_embeddings ? impl->prefix + "decoder.embed_tokens.weight" : "");
+  binder.then([decoder = impl->decoder]() mutable {
+    torch::NoGradGuard no_grad;
+    for (auto& layer : *decoder->layers) {
+      auto* l = layer->as<DecoderLayerImpl>();
+      l->self_attn->fuse();
+      l->encoder_attn->fuse();
+    }
+  });
   binder.finish();
-  torch::NoGradGuard no_grad;
-  for (auto& layer : *impl->decoder->layers) {
-    auto* l = layer->as<DecoderLayerImpl>();
-    l->self_attn->fuse();
-    l->encoder_attn->fuse();
-  }
   impl_ = std::move(impl);
 }
 

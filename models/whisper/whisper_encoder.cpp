@@ -41,8 +41,10 @@ WhisperEncoder::WhisperEncoder(const WhisperConfig& config, CheckpointBinder& bi
   config.validate();
   impl_ = std::make_shared<Impl>(config, prefix, options);
   binder.bind(*impl_->module, prefix);
-  torch::NoGradGuard no_grad;
-  for (auto& layer : *impl_->module->layers) layer->as<EncoderLayerImpl>()->self_attn->fuse();
+  binder.then([module = impl_->module]() mutable {
+    torch::NoGradGuard no_grad;
+    for (auto& layer : *module->layers) layer->as<EncoderLayerImpl>()->self_attn->fuse();
+  });
 }
 
 std::shared_ptr<const WhisperEncoder> WhisperEncoder::from_checkpoint(
@@ -67,9 +69,10 @@ torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
                                      const WhisperEncodeOptions& options,
                                      Intermediates* intermediates) const {
   const WhisperConfig& c = impl_->config;
-  ALTO_CHECK(input_features.dim() == 3 && input_features.size(1) == c.num_mel_bins &&
+  ALTO_CHECK(input_features.dim() == 3 && input_features.size(0) > 0 &&
+                 input_features.size(1) == c.num_mel_bins &&
                  input_features.size(2) == c.input_frames(),
-             "WhisperEncoder::encode: input_features must be [batch, ", c.num_mel_bins, ", ",
+             "WhisperEncoder::encode: input_features must be [batch >= 1, ", c.num_mel_bins, ", ",
              c.input_frames(), "] (pad with WhisperFeatureExtractor), got ",
              shape_of(input_features));
   ALTO_CHECK(input_features.is_floating_point(),

@@ -91,6 +91,19 @@ TEST_CASE("Resampler validates its options and input", "[audio][resample][errors
   CHECK_THROWS_WITH(audio::Resampler({0, 16000, 1}), Catch::Contains("input_rate"));
   CHECK_THROWS_WITH(audio::Resampler({16000, -1, 1}), Catch::Contains("output_rate"));
   CHECK_THROWS_WITH(audio::Resampler({16000, 8000, 0}), Catch::Contains("channels"));
+  // Rates a corrupt or hostile header claims: 1 Hz would grow 3 KB into 72 MB at 24 kHz, 2 GHz
+  // would shrink 1500 frames to none.
+  CHECK_THROWS_WITH(audio::Resampler({1, 24000, 1}),
+                    Catch::Contains("resampling 1 Hz audio to 24000 Hz changes its length 24000 "
+                                    "times, beyond ResamplerOptions.max_ratio (256)"));
+  CHECK_THROWS_WITH(audio::Resampler({2000000000, 16000, 1}),
+                    Catch::Contains("a rate of 2000000000 Hz is unlikely"));
+  CHECK_NOTHROW(audio::Resampler({8000, 768000, 1}));
+  audio::ResamplerOptions wide{1000, 1000000, 1};
+  wide.max_ratio = 1000;
+  CHECK_NOTHROW(audio::Resampler(wide));
+  wide.max_ratio = 0.5;
+  CHECK_THROWS_WITH(audio::Resampler(wide), Catch::Contains("max_ratio must be >= 1"));
   audio::Resampler r({16000, 8000, 1});
   CHECK_THROWS_WITH(r.process(test::sine(100, 0.5, 16000, 10, 2)), Catch::Contains("2 channels"));
   CHECK_THROWS_WITH(r.process(test::sine(100, 0.5, 8000, 10, 1)), Catch::Contains("8000 Hz"));

@@ -168,3 +168,28 @@ TEST_CASE("alto features --extractor mel runs with torchaudio's defaults", "[cli
                             1e-5 * expected.abs().max().item<double>(), 2e-3, std::nullopt,
                             "melspec_defaults");
 }
+
+TEST_CASE("audio whose header claims an absurd rate is refused, not blown up or emptied",
+          "[cli][reliability]") {
+  // 1500 frames of 16-bit PCM (3 KB) said to be at 1 Hz and at 2 GHz.
+  const std::vector<uint8_t> data(3000, 1);
+  const std::string slow = alto::test::temp_path("rate-1hz.wav");
+  const std::string fast = alto::test::temp_path("rate-2ghz.wav");
+  alto::test::write_bytes(slow, alto::test::make_wav(1, 16, 1, 1, data));
+  alto::test::write_bytes(fast, alto::test::make_wav(1, 16, 1, 2000000000, data));
+  const alto::test::GoldenModel mimi("mimi-tiny-random");
+  const std::string codes = alto::test::temp_path("absurd-rate.safetensors");
+  const std::string wav = alto::test::temp_path("absurd-rate.wav");
+  const std::string encoded =
+      run_cli("encode --model " + mimi.dir() + " " + slow + " -o " + codes, 1, Stderr::kMerge);
+  CHECK_THAT(encoded, Catch::Contains("resampling 1 Hz audio to 24000 Hz changes its length "
+                                      "24000 times"));
+  const std::string converted =
+      run_cli("convert --sample-rate 16000 " + fast + " " + wav, 1, Stderr::kMerge);
+  CHECK_THAT(converted, Catch::Contains("a rate of 2000000000 Hz is unlikely"));
+  CHECK_FALSE(fs::exists(codes));
+  CHECK_FALSE(fs::exists(wav));
+  // Without conversion the file is copied as it is.
+  run_cli("convert " + fast + " " + wav);
+  CHECK(alto::audio::probe_audio(wav).sample_rate == 2000000000);
+}

@@ -1,8 +1,11 @@
-// CheckpointBinder on hand-made checkpoints: names, shapes, tied weights, weight norm, dtypes.
+// CheckpointBinder on hand-made checkpoints: names, shapes, tied weights, weight norm, dtypes,
+// and weights declared without memory until the checkpoint is known to fit.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
@@ -31,6 +34,43 @@ alto::SafetensorsCheckpoint write(const std::string& name,
   alto::save_safetensors(path, t);
   return alto::SafetensorsCheckpoint(path);
 }
+
+// A checkpoint of float32 zeros written without allocating them: the header, then a sparse file.
+void write_sparse_checkpoint(const std::string& path,
+                             const std::vector<std::pair<std::string, std::vector<int64_t>>>& t) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  for (const auto& [name, shape] : t) {
+    uint64_t bytes = 4;
+    std::string dims;
+    for (const int64_t d : shape) {
+      bytes *= d;
+      dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    }
+    header += (offset ? "," : "") +
+              ("\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + dims + "],\"data_offsets\":[" +
+               std::to_string(offset) + "," + std::to_string(offset + bytes) + "]}");
+    offset += bytes;
+  }
+  header += "}";
+  header.resize((header.size() + 7) / 8 * 8, ' ');
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    const uint64_t length = header.size();  // little-endian on every machine alto builds for
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header;
+  }
+  std::filesystem::resize_file(path, 8 + header.size() + offset);
+}
+
+struct TwoLayers : torch::nn::Module {
+  TwoLayers(int64_t width, int64_t last_width)
+      : first(register_module(
+            "first", alto::models::blocks::Linear(width, width, false, torch::TensorOptions()))),
+        last(register_module("last", alto::models::blocks::Linear(width, last_width, false,
+                                                                  torch::TensorOptions()))) {}
+  alto::models::blocks::Linear first, last;
+};
 
 }  // namespace
 
@@ -136,4 +176,78 @@ TEST_CASE("load options convert dtypes and reject what this libtorch cannot run"
     CHECK(target.scalar_type() == dtype);
     CHECK(torch::allclose(target.to(torch::kFloat32), half.to(torch::kFloat32), 0, 1e-2));
   }
+}
+
+TEST_CASE("weights declared under a binder hold no memory until the checkpoint fits",
+          "[checkpoint][models]") {
+  // 64 MiB of float32 weights; the config's last layer disagrees with the checkpoint.
+  const std::string path = alto::test::temp_path("sparse.safetensors");
+  write_sparse_checkpoint(path, {{"first.weight", {4096, 4096}}, {"last.weight", {8, 4096}}});
+  const alto::SafetensorsCheckpoint checkpoint(path);
+  LoadOptions bf16;
+  bf16.dtype = torch::kBFloat16;  // every tensor would be converted: read and copied
+  const long before = alto::test::peak_resident_kb();
+  {
+    CheckpointBinder binder(checkpoint, bf16, "TwoLayers");
+    TwoLayers net(4096, 9);
+    CHECK(net.first->weight.sizes() == torch::IntArrayRef({4096, 4096}));
+    CHECK(net.first->weight.stride(0) == 0);                 // a placeholder
+    CHECK_THROWS_AS(net.first->weight.add_(1), c10::Error);  // never written by mistake
+    binder.bind(net);
+    CHECK_THROWS_WITH(
+        binder.finish(),
+        Catch::Contains("mis-shaped: last.weight: expected [9, 4096], found [8, 4096]"));
+    CHECK(net.first->weight.stride(0) == 0);  // nothing was read or converted
+  }
+  CHECK(alto::test::peak_resident_kb() - before < 16 * 1024);
+
+  // The same checkpoint with a config that fits: the weights arrive, converted, in finish().
+  CheckpointBinder binder(checkpoint, bf16, "TwoLayers");
+  TwoLayers net(4096, 8);
+  binder.bind(net);
+  bool prepared = false;
+  binder.then([&] { prepared = net.first->weight.stride(0) == 4096; });
+  CHECK_FALSE(prepared);
+  binder.finish();
+  CHECK(prepared);
+  CHECK(net.first->weight.scalar_type() == torch::kBFloat16);
+  CHECK(net.first->weight.abs().max().item<float>() == 0);
+  CHECK(alto::test::peak_resident_kb() - before > 24 * 1024);  // the measure sees a load
+}
+
+TEST_CASE("a config declaring more weights than the checkpoint holds is refused while declaring",
+          "[checkpoint][models]") {
+  const std::string path = alto::test::temp_path("small.safetensors");
+  write_sparse_checkpoint(path, {{"first.weight", {64, 64}}, {"last.weight", {8, 64}}});
+  const alto::SafetensorsCheckpoint checkpoint(path);
+  CheckpointBinder binder(checkpoint, {}, "TwoLayers");
+  // A width from a hostile config.json: refused before libtorch is asked for 4 PB.
+  CHECK_THROWS_WITH(TwoLayers(1 << 25, 8),
+                    Catch::Contains("small.safetensors does not fit TwoLayers") &&
+                        Catch::Contains("declares more weights than the checkpoint holds") &&
+                        Catch::Contains("[33554432, 33554432]"));
+  // Layer after layer of small weights: stopped once they outnumber the checkpoint's tensors.
+  std::vector<alto::models::blocks::Linear> layers;
+  CHECK_THROWS_WITH(
+      [&] {
+        for (int i = 0; i < 1000000; ++i) layers.emplace_back(1, 1, false, torch::TensorOptions());
+      }(),
+      Catch::Contains("declares more weights than the checkpoint holds"));
+  CHECK(layers.size() < 100);
+  CHECK_THROWS_WITH(alto::declare_weight({INT64_MAX, INT64_MAX}, {}),
+                    Catch::Contains("more elements than a tensor can hold"));
+  CHECK_THROWS_WITH(alto::declare_weight({-1, 4}, {}), Catch::Contains("negative size"));
+}
+
+TEST_CASE("a weight declared but never bound is an error, not a placeholder in use",
+          "[checkpoint][models]") {
+  const std::string path = alto::test::temp_path("one.safetensors");
+  write_sparse_checkpoint(path, {{"w", {2, 2}}});
+  const alto::SafetensorsCheckpoint checkpoint(path);
+  CheckpointBinder binder(checkpoint, {}, "Forgetful");
+  torch::Tensor w = alto::declare_weight({2, 2}, {});
+  torch::Tensor forgotten = alto::declare_weight({3}, {});
+  binder.bind(w, "w");
+  CHECK_THROWS_WITH(binder.finish(), Catch::Contains("Forgetful: 1 declared weight(s) were never "
+                                                     "bound"));
 }

@@ -256,6 +256,9 @@ TEST_CASE("hostile headers are IoErrors naming the file", "[core][safetensors]")
                  "__metadata__");
   check_io_error(write_file("metadata_list.safetensors", R"({"__metadata__":["k"]})", 0),
                  "__metadata__");
+  check_io_error(write_file("number_overflow.safetensors",
+                            R"({"t":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})", 4),
+                 "number overflow");
 
   const std::string fp8 = write_file(
       "fp8.safetensors", R"({"w":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2);
@@ -334,6 +337,20 @@ TEST_CASE("sharded and single-file checkpoints", "[core][safetensors]") {
   CHECK_THROWS_WITH(SafetensorsCheckpoint(dir.string()), Contains(index) && Contains("weight_map"));
   std::ofstream(index) << "{";
   CHECK_THROWS_WITH(SafetensorsCheckpoint(dir.string()), Contains(index) && Contains("JSON"));
+  // Found by fuzz_safetensors: a number past double's range was not an alto error.
+  std::ofstream(index) << R"({"metadata": 555555552777755555555555e883})";
+  CHECK_THROWS_WITH(SafetensorsCheckpoint(dir.string()),
+                    Contains(index) && Contains("not valid JSON") && Contains("number overflow"));
+  // A shard is a file beside the index, named once.
+  for (const char* shard : {"../model-00001-of-00002.safetensors", "/etc/passwd", ".."}) {
+    write_index({{"a", shard}});
+    CHECK_THROWS_WITH(SafetensorsCheckpoint(dir.string()),
+                      Contains(index) && Contains("not a file name beside the index"));
+  }
+  std::ofstream(index) << R"({"weight_map": {"a": "model-00001-of-00002.safetensors", )"
+                          R"("a": "model-00002-of-00002.safetensors"}})";
+  CHECK_THROWS_WITH(SafetensorsCheckpoint(dir.string()),
+                    Contains(index) && Contains("names 'a' twice"));
 
   // A folder with model.safetensors, and the file itself.
   const std::filesystem::path single = test::temp_path("single");

@@ -82,6 +82,15 @@ TEST_CASE("from_pretrained names the file and the bad field", "[features][config
   CHECK_THROWS_AS(FeatureExtractor::from_pretrained(write_config("broken.json", "{\"a\": ")),
                   IoError);
   CHECK_THROWS_AS(FeatureExtractor::from_pretrained(test::temp_path("missing-folder")), IoError);
+  // Found by fuzz_configs: n_fft 4006000 asked for a 1.3 GB filterbank before any audio came.
+  const long rss_before = test::peak_resident_kb();
+  CHECK_THROWS_WITH(
+      FeatureExtractor::from_pretrained(write_config(
+          "huge_fft.json",
+          R"({"feature_extractor_type": "WhisperFeatureExtractor", "n_fft": 4006000})")),
+      Catch::Contains("80 filters over 2003001 frequency bins (n_fft=4006000) exceed the "
+                      "largest filterbank alto builds"));
+  CHECK(test::peak_resident_kb() - rss_before < 100 * 1024);
 }
 
 TEST_CASE("Batches give the same features on one thread and on all", "[features][threads]") {
@@ -105,4 +114,26 @@ TEST_CASE("Batches give the same features on one thread and on all", "[features]
   CHECK(torch::equal(wa, wb));
   CHECK(a.input_features.sizes() == torch::IntArrayRef({4, 98, 80}));
   CHECK(torch::equal(a.attention_mask.sum(1), torch::tensor({98, 75, 23, 48}, torch::kInt64)));
+}
+
+TEST_CASE("no extractor hands on features that overflow", "[features][errors]") {
+  // Samples of +-3e38 (a float WAV no one clipped): torchaudio's float32 power spectrum overflows
+  // (alto's MelSpectrogram refuses it), the float64 pipelines of transformers' extractors hold it.
+  const torch::Tensor quiet = torch::randn({16000}) * 0.1;
+  const torch::Tensor loud = quiet.sign() * 3e38f;
+  for (const std::string& name : feature_extractors().keys()) {
+    INFO(name);
+    const auto extractor = feature_extractors().at(name, "test").create({});
+    CHECK_NOTHROW(extractor->compute_batch({quiet}));
+    try {
+      const BatchFeature batch = extractor->compute_batch({quiet, loud});
+      CHECK(torch::isfinite(batch.input_features).all().item<bool>());
+    } catch (const InvalidArgument& e) {
+      CHECK_THAT(e.what(), Catch::Contains("clip 1") || Catch::Contains("NaN or Inf"));
+    }
+  }
+  const auto mel = feature_extractors().at("mel", "test").create({});
+  CHECK_THROWS_WITH(mel->compute_batch({quiet, loud}),
+                    Catch::Contains("the mel features of clip 1 are not finite") &&
+                        Catch::Contains("samples reach 3e+38"));
 }

@@ -3,6 +3,8 @@
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "features/golden.h"
@@ -16,6 +18,22 @@ GoldenModel::GoldenModel(const std::string& name)
       checkpoint_(dir_ + "/model.safetensors") {}
 
 torch::Tensor GoldenModel::tensor(const std::string& name) const { return io_.tensor(name); }
+
+std::string GoldenModel::with_config(const std::string& field,
+                                     const std::string& json_value) const {
+  namespace fs = std::filesystem;
+  const fs::path source = fs::absolute(dir_);
+  const fs::path dir = temp_path(source.filename().string() + "-" + field);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(source))
+    if (entry.path().filename() != "config.json")
+      fs::create_symlink(entry.path(), dir / entry.path().filename());
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(source / "config.json"));
+  config[field] = nlohmann::json::parse(json_value);
+  std::ofstream(dir / "config.json") << config.dump(2);
+  return dir.string();
+}
 
 torch::Tensor GoldenModel::checkpoint_tensor(const std::string& name) const {
   return checkpoint_.tensor(name);

@@ -26,6 +26,9 @@ class GoldenModel {
   std::string metadata(const std::string& key) const;
   /// REQUIREs `actual` within tolerance(name) of tensor(name) (exact for integer tensors).
   void require_matches(const torch::Tensor& actual, const std::string& name) const;
+  /// A scratch copy of the folder (its files linked) whose config.json has `field` set to
+  /// `json_value` (JSON text: "1000000", "\"gelu\""), as a hostile or careless edit leaves it.
+  std::string with_config(const std::string& field, const std::string& json_value) const;
 
  private:
   std::string dir_;

@@ -190,18 +190,29 @@ TEST_CASE("DAC describes itself as an AudioTokenizer", "[codec][dac]") {
   const auto tokenizer = alto::tokenizers::AudioTokenizer::from_pretrained(golden.dir());
   CHECK(tokenizer->model_type() == "dac");
   const AudioCodes encoded = tokenizer->encode(golden.tensor("raw_audio").view({1, 1, -1}));
-  CHECK(encoded.num_samples == 0);
+  CHECK(encoded.num_samples == golden.tensor("raw_audio").numel());
   golden.require_matches(encoded.codes, "audio_codes");
   AudioCodes truncated = encoded;
   truncated.num_samples = 66150;
   CHECK(tokenizer->decode(truncated).sizes() == torch::IntArrayRef({1, 1, 66150}));
   CHECK_THROWS_AS(m44->stream(), alto::Unsupported);
 
-  // Frames: ceil(samples / hop) after the extractor's padding; decode gives what the decoder
-  // returns for them (the 16 kHz decoder loses one sample per odd stride 5, scaled by 4 * 2).
-  const AudioCodes codes = m16->encode(torch::zeros({2, 1, 321}));
-  CHECK(codes.codes.sizes() == torch::IntArrayRef({2, 4, 2}));
-  CHECK(m16->decode(codes).sizes() == torch::IntArrayRef({2, 1, 2 * 320 - 8}));
+  // Frames: ceil(samples / hop) after the extractor's padding; decode alone gives what the
+  // decoder returns for them (the 16 kHz decoder loses one sample per odd stride 5, scaled by
+  // 4 * 2), and the input's length with encode's num_samples: cut, or filled with zeros.
+  for (const int64_t samples : {321, 633, 640}) {
+    const torch::Tensor input = torch::randn({2, 1, samples}) * 0.1;
+    const AudioCodes codes = m16->encode(input);
+    CHECK(codes.codes.sizes() == torch::IntArrayRef({2, 4, 2}));
+    CHECK(codes.num_samples == samples);
+    const torch::Tensor natural = m16->decode(AudioCodes{codes.codes, {}});
+    CHECK(natural.sizes() == torch::IntArrayRef({2, 1, 2 * 320 - 8}));
+    const torch::Tensor exact = m16->decode(codes);
+    REQUIRE(exact.sizes() == torch::IntArrayRef({2, 1, samples}));
+    const int64_t kept = std::min<int64_t>(samples, natural.size(2));
+    CHECK(torch::equal(exact.narrow(2, 0, kept), natural.narrow(2, 0, kept)));
+    CHECK(exact.narrow(2, kept, samples - kept).abs().sum().item<float>() == 0);
+  }
 }
 
 TEST_CASE("DAC load options: bfloat16", "[codec][dac]") {

@@ -46,6 +46,7 @@ StreamingTransformer load_transformer(const GoldenModel& golden, const std::stri
   const alto::SafetensorsCheckpoint checkpoint(golden.dir());
   alto::CheckpointBinder binder(checkpoint, {}, "Mimi transformer");
   binder.bind(*transformer, prefix + ".");
+  binder.finish(prefix + ".");
   transformer->prepare();
   return transformer;
 }
@@ -506,4 +507,27 @@ TEST_CASE("Mimi encodes and decodes long inputs in pieces, as in one", "[codec][
   const torch::Tensor audio = model->decode(codes);
   CHECK(audio.sizes() == input.sizes());
   CHECK(torch::allclose(audio, model->decode(codes, &decoded), 1e-5, 1e-5));
+}
+
+TEST_CASE("Mimi: a long full-duplex stream runs in constant memory", "[codec][mimi][reliability]") {
+  // The few-minute form of bench/codecs' --soak: encode_step and decode_step every second of
+  // three minutes (2250 frames, 9x the transformers' 250-frame window).
+  const GoldenModel golden(kGolden);
+  const auto model = alto::tokenizers::AudioTokenizer::from_pretrained(golden.dir());
+  auto stream = model->stream();
+  const torch::Tensor noise = torch::randn({1, 1, 24000}) * 0.1;
+  long after_warmup = 0;
+  int64_t frames = 0, samples = 0;
+  const int64_t seconds = 180;
+  for (int64_t s = 0; s < seconds; ++s) {
+    const torch::Tensor codes = stream->encode_step(noise);
+    samples += stream->decode_step(codes).size(-1);
+    frames += codes.size(-1);
+    if (s == 40) after_warmup = alto::test::resident_kb();  // past the window (20 s)
+  }
+  const long growth = alto::test::resident_kb() - after_warmup;
+  INFO("resident memory grew by " << growth << " kB over " << seconds - 40 << " s");
+  CHECK(growth < 4096);
+  CHECK(frames == seconds * 25 / 2);
+  CHECK(samples == frames * 1920);
 }

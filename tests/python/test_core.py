@@ -11,9 +11,17 @@ from conftest import DATA, run_concurrently
 
 def test_error_family():
     assert issubclass(alto.Error, RuntimeError)
-    for sub in (alto.InvalidArgument, alto.IoError, alto.Unsupported):
+    for sub in (alto.InvalidArgument, alto.IoError, alto.Unsupported, alto.OutOfMemory):
         assert issubclass(sub, alto.Error)
     assert issubclass(alto.InvalidArgument, ValueError)
+    assert issubclass(alto.OutOfMemory, MemoryError)
+
+
+def test_allocation_failure_is_alto_out_of_memory():
+    # 10^12 samples seen through a zero stride: no memory until the extractor needs its own.
+    huge = torch.zeros(1).expand(10**12)
+    with pytest.raises(alto.OutOfMemory, match="GB asked for at once"):
+        alto.features.KaldiFbank().compute(huge)
 
 
 def test_numpy_argument_is_a_view():

@@ -117,6 +117,12 @@ def test_bad_inputs(model, io):
         model.encode(torch.zeros(1, 80, 3000, dtype=torch.int32))
     with pytest.raises(alto.InvalidArgument, match="dimensions"):
         model.encode(torch.zeros(80))
+    with pytest.raises(alto.InvalidArgument, match=r"batch >= 1.*\[0, 80, 3000\]"):
+        model.encode(torch.zeros(0, 80, 3000))
+    with pytest.raises(alto.InvalidArgument, match="meta tensor"):
+        model.encode(torch.zeros(1, 80, 3000, device="meta"))
+    with pytest.raises(alto.InvalidArgument, match="dense tensors.*Sparse"):
+        model.encode(torch.zeros(1, 80, 3000).to_sparse())
     bad = io["input_features"].clone()
     bad[0, 3, 7] = float("nan")
     with pytest.raises(alto.InvalidArgument, match="NaN"):

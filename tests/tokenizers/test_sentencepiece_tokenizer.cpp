@@ -2,6 +2,7 @@
 // python3-sentencepiece's ids and text (tests/data/tokenizers/kyutai_spm_cases.json), and the
 // same model as transformers' Unigram tokenizer.json giving the same ids.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -68,14 +69,16 @@ TEST_CASE("the Unigram tokenizer.json of the same model gives the same ids",
   const auto json = TextTokenizer::from_pretrained(alto::test::data_path(kModelDir));
   const auto spm = SentencePieceTokenizer::from_pretrained(
       alto::test::data_path(kModelDir + "/tokenizer_spm.model"));
-  for (const auto& c : cases()["cases"]) {
+  const nlohmann::json reference = cases();  // alive for the loop (cases()["cases"] is not)
+  for (const auto& c : reference["cases"]) {
     const std::string text = c["text"];
     if (!plain_spacing(text)) continue;
     INFO("text: " << text);
     const std::vector<int64_t> ids = json->encode(text);
     CHECK(ids == spm->encode(text));
-    if (ids.empty()) continue;
-    // The converted decoder: "▁" -> " ", one leading space stripped; specials dropped.
+    // The converted decoder: "▁" -> " ", one leading space stripped; specials dropped — <unk>
+    // (id 0) among them, where SentencePiece writes " ⁇ ".
+    if (ids.empty() || std::count(ids.begin(), ids.end(), 0) > 0) continue;
     CHECK(json->decode(ids, true) == spm->decode(ids, true));
   }
   // Added tokens are split out of the text first, as transformers does; Metaspace's "first"

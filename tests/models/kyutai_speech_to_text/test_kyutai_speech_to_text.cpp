@@ -56,7 +56,8 @@ SpeechToTextTranscript streamed(const std::shared_ptr<const KyutaiSpeechToText>&
   SpeechToTextStream stream(model);
   std::vector<TimedWord> words;
   for (int64_t at = 0; at < wave.size(0); at += chunk)
-    for (auto& w : stream.accept_waveform(24000, wave.narrow(0, at, std::min(chunk, wave.size(0) - at))))
+    for (auto& w :
+         stream.accept_waveform(24000, wave.narrow(0, at, std::min(chunk, wave.size(0) - at))))
       words.push_back(w);
   for (auto& w : stream.input_finished()) words.push_back(w);
   SpeechToTextTranscript t = stream.transcript();
@@ -133,7 +134,8 @@ TEST_CASE("Kyutai STT streaming equals offline for every chunking", "[kyutai_stt
   const auto model = load(golden);
   const torch::Tensor wave = clip(golden);
   const SpeechToTextTranscript offline = model->transcribe(wave);
-  for (int64_t chunk : {int64_t{1}, int64_t{1919}, int64_t{1920}, int64_t{7 * 24000}, wave.size(0)}) {
+  for (int64_t chunk :
+       {int64_t{1}, int64_t{1919}, int64_t{1920}, int64_t{7 * 24000}, wave.size(0)}) {
     INFO("chunk " << chunk);
     require_same(streamed(model, wave, chunk), offline);
   }
@@ -146,7 +148,8 @@ TEST_CASE("Kyutai STT streaming equals offline for every chunking", "[kyutai_stt
   const torch::Tensor wave16 =
       alto::audio::to_tensor(alto::audio::load_audio(golden.dir() + "/input.wav", at16k))[0];
   for (int64_t at = 0; at < wave16.size(0); at += 3000)
-    stream.accept_waveform(16000, wave16.narrow(0, at, std::min<int64_t>(3000, wave16.size(0) - at)));
+    stream.accept_waveform(16000,
+                           wave16.narrow(0, at, std::min<int64_t>(3000, wave16.size(0) - at)));
   stream.input_finished();
   CHECK(stream.transcript().token_ids.size() == offline.token_ids.size());
 }
@@ -237,21 +240,15 @@ TEST_CASE("Kyutai STT: bad input is an error naming the cause", "[kyutai_stt][mo
 TEST_CASE("Kyutai STT: a long stream runs in constant memory", "[kyutai_stt][models]") {
   const GoldenModel golden(kGolden);
   const auto model = load(golden);
-  auto resident_kb = [] {
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return 0L;
-  };
   SpeechToTextStream stream(model);
   const torch::Tensor noise = torch::randn({24000}) * 0.1;
   long after_warmup = 0;
   const int64_t seconds = 180;  // 3 minutes: 2250 frames, 6x the decoder's window
   for (int64_t s = 0; s < seconds; ++s) {
     stream.accept_waveform(24000, noise);
-    if (s == 40) after_warmup = resident_kb();  // past the window of 375 steps (30 s)
+    if (s == 40) after_warmup = alto::test::resident_kb();  // past the window of 375 steps (30 s)
   }
-  const long growth = resident_kb() - after_warmup;
+  const long growth = alto::test::resident_kb() - after_warmup;
   INFO("resident memory grew by " << growth << " kB over " << seconds - 40 << " s");
   CHECK(growth < 4096);
   // One step per whole frame of the silence prefix and the audio, after the audio-BOS step.
