@@ -2,8 +2,6 @@
 // What the C++ benchmark drivers share: a steady clock in milliseconds, the median of samples
 // and the process's resident memory.
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -26,11 +24,13 @@ inline long resident_kb() {
   return 0;
 }
 
-/// The most resident memory the process has had, kB.
+/// The most resident memory this program has had (VmHWM), kB. Not getrusage's ru_maxrss, which
+/// Linux carries over an exec: a program started from a large process reports that one's peak.
 inline long peak_resident_kb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_maxrss;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
 }
 
 inline double median(std::vector<double> v) {
