@@ -24,6 +24,13 @@ std::string run(const std::string& args, int status = 0) {
   return alto::test::run_cli(args, status, alto::test::Stderr::kDiscard);
 }
 
+// alto transcribe on one thread, greedy and without temperature fallback (the golden model's
+// random weights make every fallback pass slow), up to the input.
+std::string greedy_transcribe(const alto::test::GoldenModel& golden) {
+  return "--threads 1 transcribe --model " + golden.dir() + " --tokenizer " + kTokenizer +
+         " --beam 0 --temperature 0 ";
+}
+
 }  // namespace
 
 TEST_CASE("alto embed and alto transcribe --raw reproduce the golden Whisper outputs",
@@ -53,9 +60,8 @@ TEST_CASE("alto embed and alto transcribe --raw reproduce the golden Whisper out
 
 TEST_CASE("alto transcribe prints text, JSON segments and subtitles", "[cli][whisper]") {
   const alto::test::GoldenModel golden("whisper-tiny-random");
-  const std::string common = "--threads 1 transcribe --model " + golden.dir() + " " + golden.dir() +
-                             "/input.wav --tokenizer " + kTokenizer +
-                             " --language en --beam 0 --temperature 0";
+  const std::string common =
+      greedy_transcribe(golden) + "--language en " + golden.dir() + "/input.wav";
   const auto object = nlohmann::json::parse(run(common + " --json"));
   CHECK(object["language"] == "en");
   CHECK(object["file"] == golden.dir() + "/input.wav");
@@ -95,8 +101,7 @@ TEST_CASE("alto transcribe: segments within the audio, offsets, thresholds, lang
           "[cli][whisper]") {
   const alto::test::GoldenModel golden("whisper-tiny-random");
   const std::string wav = golden.dir() + "/input.wav";  // 5 s
-  const std::string common = "--threads 1 transcribe --model " + golden.dir() + " --tokenizer " +
-                             kTokenizer + " --beam 0 --temperature 0 --json ";
+  const std::string common = greedy_transcribe(golden) + "--json ";
   // The model's last timestamp lies past the audio: the segment ends with the audio.
   const auto whole = nlohmann::json::parse(run(common + "--language English " + wav));
   CHECK(whole["language"] == "en");
@@ -132,10 +137,10 @@ TEST_CASE("alto transcribe: segments within the audio, offsets, thresholds, lang
   run(common + "--language klingon " + wav, 1);
 
   // Text mode names the language it detected, on stderr.
-  const std::string text = alto::test::run_program(
-      "sh -c '" + std::string(ALTO_CLI_PATH) + " --threads 1 transcribe --model " + golden.dir() +
-          " --tokenizer " + kTokenizer + " --beam 0 --temperature 0 " + wav + " 2>&1 >/dev/null'",
-      "");
+  const std::string text =
+      alto::test::run_program("sh -c '" + std::string(ALTO_CLI_PATH) + " " +
+                                  greedy_transcribe(golden) + wav + " 2>&1 >/dev/null'",
+                              "");
   CHECK(text.find(wav + ": detected language: ") == 0);
 }
 
@@ -143,8 +148,7 @@ TEST_CASE("alto transcribe --live: words while the audio arrives, then the offli
           "[cli][whisper][live]") {
   const alto::test::GoldenModel golden("whisper-tiny-random");
   const std::string wav = golden.dir() + "/input.wav";  // 5 s
-  const std::string flags = "--threads 1 transcribe --model " + golden.dir() + " --tokenizer " +
-                            kTokenizer + " --beam 0 --temperature 0 --json";
+  const std::string flags = greedy_transcribe(golden) + "--json";
   const auto offline = nlohmann::json::parse(run(flags + " " + wav));
   // Raw PCM through a pipe that delivers a second of audio every 0.3 s.
   const std::string raw = alto::test::temp_path("live-input.f32");
