@@ -100,8 +100,11 @@ std::optional<torch::Tensor> optional_tensor(const py::object& inputs, const cha
 /// Processor outputs from a mapping with transformers' keys (a dict from process(), or the
 /// BatchFeature of transformers' processor).
 AudioLmInputs inputs_of(const py::object& inputs) {
-  ALTO_CHECK(py::hasattr(inputs, "__getitem__") && py::hasattr(inputs, "__contains__"),
-             "inputs: expected a mapping with input_ids (as process() returns)");
+  // A tensor has __getitem__ and __contains__ too; ask for what process() returns.
+  const py::object mapping = py::module_::import("collections.abc").attr("Mapping");
+  ALTO_CHECK(py::isinstance(inputs, mapping),
+             "inputs: expected a mapping with input_ids (as process() returns), got a ",
+             py::str(py::type::of(inputs).attr("__name__")).cast<std::string>());
   const auto ids = optional_tensor(inputs, "input_ids");
   ALTO_CHECK(ids, "inputs: no \"input_ids\"");
   AudioLmInputs in;

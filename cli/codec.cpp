@@ -30,6 +30,8 @@ namespace {
 
 using tokenizers::AudioCodes;
 using tokenizers::AudioTokenizer;
+using tokenizers::load_codes;
+using tokenizers::save_codes;
 
 struct CodecArgs {
   std::string model, device = "cpu", dtype = "float32";
@@ -67,8 +69,8 @@ torch::Tensor load_for(const AudioTokenizer& codec, const std::string& path,
 }
 
 void encode_one(const CodecArgs& a, const AudioTokenizer& codec,
-                const tokenizers::AudioEncodeOptions& options, int64_t codebooks,
-                const std::string& input, size_t count) {
+                const tokenizers::AudioEncodeOptions& options, const std::string& input,
+                size_t count) {
   const std::string output = a.inputs.output_for(input, count, ".safetensors");
   ALTO_CHECK(ends_with(output, ".safetensors") || output == "-",
              "alto encode writes -o OUT.safetensors (or - for standard output), got ", output);
@@ -95,20 +97,10 @@ void encode_one(const CodecArgs& a, const AudioTokenizer& codec,
     codes = codec.encode(audio, options);
   }
   stage("write");
-  std::vector<std::pair<std::string, torch::Tensor>> tensors = {
-      {"codes", codes.codes.to(torch::kCPU, torch::kInt64).contiguous()}};
-  if (codes.scales.defined())
-    tensors.emplace_back("scales", codes.scales.to(torch::kCPU, torch::kFloat32).contiguous());
-  save_safetensors(output, tensors,
-                   {{"model", a.model},
-                    {"model_type", codec.model_type()},
-                    {"sample_rate", std::to_string(codec.sample_rate())},
-                    {"frame_rate", std::to_string(codec.frame_rate())},
-                    {"channels", std::to_string(codec.channels())},
-                    {"num_codebooks", std::to_string(codebooks)},
-                    {"num_samples", std::to_string(codes.num_samples)},
-                    {"input", input},
-                    {"producer", std::string("alto encode") + (a.stream ? " --stream" : "")}});
+  save_codes(output, codes, codec,
+             {{"model", a.model},
+              {"input", input},
+              {"producer", std::string("alto encode") + (a.stream ? " --stream" : "")}});
 }
 
 void run_encode(const CodecArgs& a) {
@@ -120,9 +112,9 @@ void run_encode(const CodecArgs& a) {
   options.bandwidth = a.bandwidth;
   options.num_quantizers = a.num_quantizers;
   // Validates the options before any input is read.
-  const int64_t codebooks = codec->num_codebooks(options);
+  codec->num_codebooks(options);
   for_each_input(inputs, [&](const std::string& input) {
-    encode_one(a, *codec, options, codebooks, input, inputs.size());
+    encode_one(a, *codec, options, input, inputs.size());
   }).throw_if_failed();
 }
 
@@ -138,26 +130,7 @@ void decode_one(const CodecArgs& a, const AudioTokenizer& codec, const std::stri
                                                               : audio::SampleEncoding::kFloat32;
   stage("read codes");
   ALTO_CHECK(input != "-", "alto decode reads codes files (.safetensors), not standard input");
-  const SafetensorsFile file(input);
-  ALTO_CHECK(file.contains("codes"), input, ": no tensor 'codes' (write it with alto encode)");
-  // Codes are indices into one model's codebooks: another codec's decode them into noise.
-  if (auto it = file.metadata().find("model_type"); it != file.metadata().end())
-    ALTO_CHECK(it->second == codec.model_type(), input, " holds codes of a ", it->second,
-               " model; --model ", a.model, " is ", codec.model_type(),
-               " (decode with the model that encoded them)");
-  AudioCodes codes;
-  codes.codes = file.tensor("codes");
-  ALTO_CHECK(codes.codes.scalar_type() == torch::kInt64, input,
-             ": tensor 'codes' must be int64, got ", codes.codes.scalar_type());
-  if (file.contains("scales")) codes.scales = file.tensor("scales").to(torch::kFloat32);
-  if (auto it = file.metadata().find("num_samples"); it != file.metadata().end()) {
-    try {
-      codes.num_samples = std::stoll(it->second);
-    } catch (const std::exception&) {
-      throw InvalidArgument(input + ": metadata num_samples '" + it->second +
-                            "' is not an integer");
-    }
-  }
+  const AudioCodes codes = load_codes(input, codec);
   stage("decode");
   torch::Tensor audio;
   if (a.stream) {

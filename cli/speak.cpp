@@ -19,8 +19,8 @@
 #include "alto/audio/load.h"
 #include "alto/audio/save.h"
 #include "alto/core/error.h"
-#include "alto/core/safetensors.h"
 #include "alto/models/csm/csm.h"
+#include "alto/tokenizers/audio_tokenizer.h"
 #include "commands.h"
 
 namespace alto::cli {
@@ -49,9 +49,7 @@ ChatMessage context_turn(const std::string& spec, const std::string& speaker, co
   ChatPart clip;
   try {
     if (ends_with(path, ".safetensors")) {
-      const SafetensorsFile file(path);
-      ALTO_CHECK(file.contains("codes"), "no tensor 'codes' (write it with alto encode)");
-      torch::Tensor codes = file.tensor("codes");
+      torch::Tensor codes = tokenizers::load_codes(path, model.codec()).codes;
       // alto encode writes transformers' audio_codes [1, K, frames].
       if (codes.dim() == 3 && codes.size(0) == 1) codes = codes[0];
       clip = ChatPart::codes_part(

@@ -19,8 +19,8 @@
 #include "alto/audio/load.h"
 #include "alto/audio/stream_reader.h"
 #include "alto/core/error.h"
-#include "alto/core/safetensors.h"
 #include "alto/models/kyutai_speech_to_text/speech_to_text_stream.h"
+#include "alto/tokenizers/audio_tokenizer.h"
 #include "commands.h"
 #include "console.h"
 
@@ -97,13 +97,11 @@ SpeechToTextTranscript transcribe_offline(const std::shared_ptr<const KyutaiSpee
                                           const SpeechToTextCliOptions& o,
                                           const std::string& input) {
   if (is_codes_file(input)) {
-    const SafetensorsFile file(input);
-    ALTO_CHECK(file.contains("codes"), input, ": no tensor 'codes' (write it with alto encode)");
-    const torch::Tensor codes = file.tensor("codes");
-    ALTO_CHECK(codes.scalar_type() == torch::kInt64 && codes.dim() == 3 && codes.size(0) == 1 &&
-                   codes.size(1) == model->config().num_codebooks,
-               input, ": tensor 'codes' must be int64 [1, ", model->config().num_codebooks,
-               ", frames] for this model, got ", codes.scalar_type(), " ", codes.sizes());
+    const torch::Tensor codes = tokenizers::load_codes(input, model->codec()).codes;
+    ALTO_CHECK(
+        codes.dim() == 3 && codes.size(0) == 1 && codes.size(1) == model->config().num_codebooks,
+        input, ": tensor 'codes' must be int64 [1, ", model->config().num_codebooks,
+        ", frames] for this model, got ", codes.scalar_type(), " ", codes.sizes());
     return model->transcribe_codes(codes);
   }
   const int rate = static_cast<int>(model->sample_rate());

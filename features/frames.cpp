@@ -150,7 +150,7 @@ void log_in_place(float* values, int count) {
     std::memcpy(&bits, &values[i], sizeof bits);
     // x = m * 2^e with m in [sqrt(1/2), sqrt(2)): 0x3f3504f3 is sqrt(1/2).
     const int32_t e = (bits - 0x3f3504f3) >> 23;
-    const int32_t mantissa_bits = bits - (e << 23);
+    const int32_t mantissa_bits = bits - e * (1 << 23);  // not e << 23: UB for e < 0 in C++17
     float m;
     std::memcpy(&m, &mantissa_bits, sizeof m);
     // ln m = 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172: the series to s^9 is exact in float.

@@ -114,8 +114,8 @@ Stft::Stft(StftOptions options) : options_(resolved(options)) {
 }
 
 torch::Tensor Stft::compute(const torch::Tensor& wave) const {
-  ALTO_CHECK(wave.dim() == 1 || wave.dim() == 2,
-             "Stft: expected wave [samples] or [batch, samples], got shape ", wave.sizes());
+  ALTO_CHECK(wave.dim() == 1 || (wave.dim() == 2 && wave.size(0) >= 1),
+             "Stft: expected wave [samples] or [batch >= 1, samples], got shape ", wave.sizes());
   if (wave.dim() == 2) {
     std::vector<torch::Tensor> items;
     for (int64_t b = 0; b < wave.size(0); ++b) items.push_back(compute(wave[b]));
@@ -141,8 +141,11 @@ InverseStft::InverseStft(StftOptions options) : options_(resolved(options)) {
 
 torch::Tensor InverseStft::compute(const torch::Tensor& spectrum,
                                    std::optional<int64_t> length) const {
-  ALTO_CHECK(spectrum.defined() && (spectrum.dim() == 2 || spectrum.dim() == 3),
-             "InverseStft: expected spectrum [n_freq, frames] or [batch, n_freq, frames]");
+  ALTO_CHECK(spectrum.defined(), "InverseStft: expected a spectrum, got an undefined tensor");
+  ALTO_CHECK(
+      spectrum.dim() == 2 || (spectrum.dim() == 3 && spectrum.size(0) >= 1),
+      "InverseStft: expected spectrum [n_freq, frames] or [batch >= 1, n_freq, frames], got ",
+      spectrum.sizes());
   if (spectrum.dim() == 3) {
     std::vector<torch::Tensor> items;
     for (int64_t b = 0; b < spectrum.size(0); ++b) items.push_back(compute(spectrum[b], length));

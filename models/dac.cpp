@@ -514,6 +514,10 @@ torch::Tensor Dac::decode(const tokenizers::AudioCodes& codes) const {
   ALTO_CHECK(codes.num_samples >= 0, "Dac::decode: AudioCodes.num_samples must be >= 0, got ",
              codes.num_samples);
   torch::Tensor audio = decode_latents(dequantize(codes.codes)).to(torch::kFloat32);
+  // The encoder padded the input to whole frames: no longer input fits these codes.
+  const int64_t padded = codes.codes.size(-1) * hop_length();
+  ALTO_CHECK(codes.num_samples <= padded, "Dac::decode: AudioCodes.num_samples ", codes.num_samples,
+             " is more than the ", codes.codes.size(-1), " frames encode (", padded, " samples)");
   if (codes.num_samples > 0 && codes.num_samples < audio.size(2))
     audio = audio.narrow(2, 0, codes.num_samples).contiguous();
   else if (codes.num_samples > audio.size(2))

@@ -287,9 +287,10 @@ struct Mimi::Impl {
 
 void Mimi::Impl::check_audio(const torch::Tensor& audio, const char* what, int64_t batch,
                              int64_t samples_min) const {
-  const std::string expected_batch = batch > 0 ? std::to_string(batch) : "batch";
+  const std::string expected_batch = batch > 0 ? std::to_string(batch) : "batch >= 1";
   ALTO_CHECK(audio.defined() && audio.dim() == 3 && audio.size(1) == config.audio_channels &&
-                 (batch <= 0 || audio.size(0) == batch) && audio.size(2) >= samples_min,
+                 (batch <= 0 ? audio.size(0) >= 1 : audio.size(0) == batch) &&
+                 audio.size(2) >= samples_min,
              what, ": audio must be [", expected_batch, ", ", config.audio_channels,
              " channels, samples", samples_min > 0 ? " >= 1" : "", "] at ", config.sampling_rate,
              " Hz, got ", audio.defined() ? shape_of(audio) : "undefined");

@@ -7,6 +7,7 @@
 #include <torch/types.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -101,6 +102,18 @@ struct AudioTokenizerEntry {
 };
 /// Every registered codec, keyed by model_type.
 const Registry<AudioTokenizerEntry>& audio_tokenizers();
+
+/// Writes the codes file `alto encode` writes (.safetensors; "-" for standard output): tensors
+/// `codes` (int64, encode's layout) and `scales` (float32, when defined); metadata model_type,
+/// sample_rate, frame_rate, channels, num_codebooks and num_samples from `codec` and `codes`,
+/// then `metadata` (who wrote it, from what).
+void save_codes(const std::string& path, const AudioCodes& codes, const AudioTokenizer& codec,
+                const std::map<std::string, std::string>& metadata = {});
+/// Reads a codes file for `codec`: alto::Error naming the file when it holds no int64 `codes`,
+/// codes written by another model_type or at another sample rate, `scales` that are not
+/// floating point, or a num_samples that is not a count. The codes' shape and id range are for
+/// the codec's decode to check.
+AudioCodes load_codes(const std::string& path, const AudioTokenizer& codec);
 
 /// Frame-by-frame encode and decode with explicit state. Feeding any chunking of a signal gives
 /// the codes (and audio) of one offline call over the whole signal. A step runs on the calling

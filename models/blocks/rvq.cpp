@@ -49,8 +49,8 @@ std::string ResidualVectorQuantizerOptions::to_string() const {
 void check_codes(const torch::Tensor& codes, int64_t max_codebooks, int64_t codebook_size,
                  const std::string& what) {
   ALTO_CHECK(codes.defined() && codes.dim() == 3 && codes.scalar_type() == torch::kInt64 &&
-                 codes.size(1) >= 1 && codes.size(1) <= max_codebooks,
-             what, ": expected int64 codes [batch, K, frames] with 1 <= K <= ", max_codebooks,
+                 codes.size(0) >= 1 && codes.size(1) >= 1 && codes.size(1) <= max_codebooks,
+             what, ": expected int64 codes [batch >= 1, K, frames] with 1 <= K <= ", max_codebooks,
              ", got ", codes.defined() ? c10::toString(codes.scalar_type()) : "undefined", " ",
              codes.defined() ? codes.sizes() : c10::IntArrayRef{});
   if (codes.numel() == 0) return;

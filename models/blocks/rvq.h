@@ -148,7 +148,7 @@ class SplitResidualVectorQuantizerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(SplitResidualVectorQuantizer);
 
-/// Checks codes int64 [batch, K, frames] with 1 <= K <= max_codebooks and ids in
+/// Checks codes int64 [batch >= 1, K, frames] with 1 <= K <= max_codebooks and ids in
 /// [0, codebook_size); throws alto::InvalidArgument naming `what`, the expected shape and range.
 void check_codes(const torch::Tensor& codes, int64_t max_codebooks, int64_t codebook_size,
                  const std::string& what);

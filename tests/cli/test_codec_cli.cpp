@@ -111,8 +111,20 @@ TEST_CASE("alto encode / decode name what does not fit", "[cli][codec][encodec]"
   alto::save_safetensors(dac_codes, {{"codes", torch::zeros({1, 1, 3, 5}, torch::kInt64)}},
                          {{"model_type", "dac"}});
   CHECK_THAT(run("decode" + model + dac_codes + " -o " + out, 1),
-             Contains("holds codes of a dac model; --model " + golden.dir() +
-                      " is encodec (decode with the model that encoded them)"));
+             Contains(dac_codes + " holds codes of a dac model; this model is encodec (decode "
+                                  "with the model that encoded them)"));
+  const std::string other_rate = alto::test::temp_path("48k-codes.safetensors");
+  alto::save_safetensors(other_rate, {{"codes", torch::zeros({1, 1, 3, 5}, torch::kInt64)}},
+                         {{"model_type", "encodec"}, {"sample_rate", "48000"}});
+  CHECK_THAT(run("decode" + model + other_rate + " -o " + out, 1),
+             Contains("holds codes of a 48000 Hz model; this model runs at 24000 Hz"));
+  for (const std::string count : {"12x", "-1", "", "99999999999999999999"}) {
+    const std::string bad_count = alto::test::temp_path("bad-count-codes.safetensors");
+    alto::save_safetensors(bad_count, {{"codes", torch::zeros({1, 1, 3, 5}, torch::kInt64)}},
+                           {{"num_samples", count}});
+    CHECK_THAT(run("decode" + model + bad_count + " -o " + out, 1),
+               Contains("metadata num_samples '" + count + "' is not a sample count"));
+  }
 }
 
 TEST_CASE("alto encode / decode reproduce the golden Mimi outputs", "[cli][codec][mimi]") {

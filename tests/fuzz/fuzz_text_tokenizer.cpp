@@ -1,9 +1,11 @@
-// libFuzzer harness over the text tokenizers' untrusted inputs: a tokenizer.json or tekken.json
-// from a model folder (their JSON, vocabularies, merges, added tokens, normalizers and
-// pre-tokenizer patterns) and the text given to them. The first byte picks what the rest is:
+// libFuzzer harness over the text tokenizers' untrusted inputs: a tokenizer.json, tekken.json,
+// .tiktoken or SentencePiece .model from a model folder (their JSON, vocabularies, merges, added
+// tokens, normalizers and pre-tokenizer patterns; the .model's protobuf) and the text given to
+// them. The first byte picks what the rest is:
 //   0: a pre-tokenizer pattern, a newline, then a text to split with it;
 //   1: a tokenizer.json (byte-level BPE, or a SentencePiece Unigram), 2: a tekken.json,
-//   3: an openai-whisper .tiktoken rank file — loaded, then used on a few texts.
+//   3: an openai-whisper .tiktoken rank file, 4: a SentencePiece .model — loaded, then used on
+//   a few texts.
 // Every outcome must be a result or an alto::Error: no crash, hang, leak or undefined behaviour.
 
 #include <unistd.h>
@@ -50,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
       case 0:
         split(rest);
         break;
@@ -60,8 +62,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2:
         load_and_use("tekken.json", rest);
         break;
-      default:
+      case 3:
         load_and_use("ranks.tiktoken", rest);
+        break;
+      default:
+        load_and_use("tokenizer.model", rest);
         break;
     }
   } catch (const alto::Error&) {

@@ -21,6 +21,7 @@ using alto::models::DacConfig;
 using alto::test::GoldenModel;
 using alto::tokenizers::AudioCodes;
 using alto::tokenizers::AudioEncodeOptions;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -213,6 +214,12 @@ TEST_CASE("DAC describes itself as an AudioTokenizer", "[codec][dac]") {
     CHECK(torch::equal(exact.narrow(2, 0, kept), natural.narrow(2, 0, kept)));
     CHECK(exact.narrow(2, kept, samples - kept).abs().sum().item<float>() == 0);
   }
+  // A codes file's num_samples cannot ask for more than its frames encode (issue 20: zeros
+  // without bound).
+  const AudioCodes two_frames = m16->encode(torch::zeros({1, 1, 640}));
+  CHECK(m16->decode(AudioCodes{two_frames.codes, {}, 640}).size(2) == 640);
+  CHECK_THROWS_WITH(m16->decode(AudioCodes{two_frames.codes, {}, 641}),
+                    Contains("num_samples 641 is more than the 2 frames encode (640 samples)"));
 }
 
 TEST_CASE("DAC load options: bfloat16", "[codec][dac]") {
@@ -279,7 +286,7 @@ TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec
   CHECK_THROWS_WITH(model->decode(codes({1, 5, 3}, 0)),
                     Catch::Contains("1 <= K <= 4") && Catch::Contains("[1, 5, 3]"));
   CHECK_THROWS_WITH(model->decode(codes({1, 0, 3}, 0)), Catch::Contains("1 <= K <= 4"));
-  CHECK_THROWS_WITH(model->decode(codes({4, 3}, 0)), Catch::Contains("[batch, K, frames]"));
+  CHECK_THROWS_WITH(model->decode(codes({4, 3}, 0)), Catch::Contains("[batch >= 1, K, frames]"));
   CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, 64)), Catch::Contains("[0, 64)"));
   CHECK_THROWS_WITH(model->decode(codes({1, 4, 3}, -1)), Catch::Contains("[0, 64)"));
   CHECK_THROWS_WITH(model->decode(AudioCodes{torch::zeros({1, 4, 3}, torch::kInt32), {}}),
