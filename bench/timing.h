@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "alto/core/system_info.h"
 
 namespace alto::bench {
 
@@ -16,22 +17,9 @@ inline double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-/// VmRSS, kB.
-inline long resident_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
-
-/// The most resident memory this program has had (VmHWM), kB. Not getrusage's ru_maxrss, which
-/// Linux carries over an exec: a program started from a large process reports that one's peak.
-inline long peak_resident_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
+/// This process's resident memory now and its peak, kB (alto::memory_info()).
+inline long resident_kb() { return memory_info().resident_kb; }
+inline long peak_resident_kb() { return memory_info().peak_resident_kb; }
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -1,6 +1,5 @@
 #include "stages.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 #include <sstream>
 #include <utility>
 #include <vector>
+
+#include "alto/core/system_info.h"
 
 namespace alto::cli {
 
@@ -99,10 +100,8 @@ void print_stage_report() {
     line += buffer;
   }
   if (line.back() == ',') line.pop_back();
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);  // ru_maxrss in KiB on Linux
   std::snprintf(buffer, sizeof buffer, "; total %.2f s; peak RSS %.0f MB", total,
-                static_cast<double>(usage.ru_maxrss) * 1024 / 1e6);
+                static_cast<double>(memory_info().peak_resident_kb) * 1024 / 1e6);
   line += buffer;
   std::fprintf(stderr, "%s\n", line.c_str());
 }

@@ -8,6 +8,7 @@ set(ALTO_CORE_PLAIN_SOURCES
   ${ALTO_ROOT}/core/internal/blas.cpp  # only dlsym's the BLAS
   ${ALTO_ROOT}/core/internal/output_file.cpp
   ${ALTO_ROOT}/core/safetensors_header.cpp
+  ${ALTO_ROOT}/core/system_info.cpp
   ${ALTO_ROOT}/core/warning.cpp)
 set(ALTO_AUDIO_SOURCES
   ${ALTO_ROOT}/audio/audio.cpp

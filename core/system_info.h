@@ -1,6 +1,7 @@
 #pragma once
 // What alto runs on: the CPU's vector level and the BLAS libtorch's matrix products use, with
-// what alto did about the BLAS when libalto loaded (core/internal/blas.h: the rule and the switch).
+// what alto did about the BLAS when libalto loaded (core/internal/blas.h: the rule and the switch),
+// and the process's memory.
 
 #include <string>
 
@@ -46,6 +47,14 @@ struct BlasInfo {
 
 /// A fresh reading of the BLAS (core and threads now) with the load-time decision.
 BlasInfo blas_info();
+
+/// This process's memory, kB, as Linux's /proc/self/status gives it (0 elsewhere).
+struct MemoryInfo {
+  long resident_kb = 0;       // VmRSS: resident now
+  long peak_resident_kb = 0;  // VmHWM: the most resident so far. Not getrusage's ru_maxrss,
+                              // which Linux carries over an exec from the parent process.
+};
+MemoryInfo memory_info();
 
 /// alto's version ("0.1.0").
 std::string version();

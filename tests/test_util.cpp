@@ -10,22 +10,13 @@
 #include <random>
 #include <stdexcept>
 
+#include "alto/core/system_info.h"
+
 namespace alto::test {
 
-long resident_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
+long resident_kb() { return memory_info().resident_kb; }
 
-long peak_resident_kb() {
-  // VmHWM, not getrusage's ru_maxrss, which Linux carries over an exec from the parent.
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
+long peak_resident_kb() { return memory_info().peak_resident_kb; }
 
 std::string data_path(const std::string& name) {
   return std::string(ALTO_TEST_DATA_DIR) + "/" + name;

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/intermediates.h"
+#include "alto/models/internal/few_rows.h"
 #include "alto/models/whisper/internal/layers.h"
 
 namespace alto::models {
@@ -203,6 +206,10 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   const int64_t rows = tokens.size(0), length = tokens.size(1), past = state.length;
   const int64_t audios = state.layers.front().cross_key.size(0);
   const int64_t group = rows / audios;
+  // A step's operators are tiny while its few-row products stream the weights on alto's
+  // threads; libtorch's OpenMP team would spin on their cores between operators (TextDecoder).
+  std::optional<SingleThreadedTorch> step;
+  if (rows * length <= kernels::kMaxFewRows) step.emplace();
 
   torch::Tensor x = decoder.embed_tokens->forward(tokens.to(options.device));
   if (config.scale_embedding) x = x * std::sqrt(static_cast<double>(config.d_model));

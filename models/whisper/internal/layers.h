@@ -58,19 +58,20 @@ class AttentionImpl : public torch::nn::Module {
     q_bias = q_proj->bias * scaling;
   }
 
-  // x [B, T, D] -> (q, k, v), each [B, H, T, hd]
+  // x [B, T, D] -> (q, k, v), each [B, H, T, hd]; a decoder step's few rows read the weights
+  // once (blocks::linear).
   std::array<torch::Tensor, 3> project_qkv(const torch::Tensor& x) const {
-    auto parts = torch::linear(x, qkv_weight, qkv_bias).chunk(3, -1);
+    auto parts = blocks::linear(x, qkv_weight, qkv_bias).chunk(3, -1);
     return {split_heads(parts[0], heads), split_heads(parts[1], heads),
             split_heads(parts[2], heads)};
   }
   // audio [A, S, D] -> (k, v), each [A, H, S, hd], contiguous for the repeated decoder steps
   std::array<torch::Tensor, 2> project_kv(const torch::Tensor& audio) const {
-    auto parts = torch::linear(audio, kv_weight, kv_bias).chunk(2, -1);
+    auto parts = blocks::linear(audio, kv_weight, kv_bias).chunk(2, -1);
     return {split_heads(parts[0], heads).contiguous(), split_heads(parts[1], heads).contiguous()};
   }
   torch::Tensor project_q(const torch::Tensor& x) const {
-    return split_heads(torch::linear(x, q_weight, q_bias), heads);
+    return split_heads(blocks::linear(x, q_weight, q_bias), heads);
   }
 
   int64_t heads;
