@@ -251,8 +251,9 @@ is released while it computes::
           },
           py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
           "Loads a *ForCausalLM folder (config.json with model_type llama, mistral or qwen2; "
-          "model.safetensors or its sharded index). Raises alto.Error naming a missing or "
-          "mis-shaped tensor.")
+          "model.safetensors or its sharded index). dtype: \"float32\", \"bfloat16\", or "
+          "\"int8\" for int8 linear weights (one scale per output channel) with float32 "
+          "activations. Raises alto.Error naming a missing or mis-shaped tensor.")
       .def_property_readonly(
           "config",
           [](const TextDecoder& d) {
@@ -267,6 +268,10 @@ is released while it computes::
       .def_property_readonly(
           "dtype", [](const TextDecoder& d) { return dtype_name(d.load_options().dtype); },
           "The compute dtype.")
+      .def_property_readonly(
+          "precision", [](const TextDecoder& d) { return d.load_options().precision(); },
+          "The weights' precision as `dtype` was given: \"float32\", \"bfloat16\" or \"int8\" "
+          "(int8 linear weights, float32 activations).")
       .def(
           "embed",
           [](const TextDecoder& d, const TensorArg& input_ids) {
@@ -418,6 +423,10 @@ embed/logits/generate also take a transformers processor's output.)doc")
           "dtype",
           [](const AudioLanguageModel& lm) { return dtype_name(lm.load_options().dtype); },
           "The compute dtype.")
+      .def_property_readonly(
+          "precision", [](const AudioLanguageModel& lm) { return lm.load_options().precision(); },
+          "The text decoder's weights as `dtype` was given: \"float32\", \"bfloat16\" or "
+          "\"int8\" (int8 linear weights, float32 activations; the encoder stays float32).")
       .def_property_readonly(
           "generation_config",
           [](const AudioLanguageModel& lm) {

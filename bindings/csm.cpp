@@ -98,7 +98,8 @@ soon as it exists. Parts for parity checks: process, embed, embed_frames, start 
             return std::const_pointer_cast<Csm>(Csm::from_pretrained(dir, options));
           },
           py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
-          "Loads config.json, model.safetensors (the decoders in `dtype`, the codec in float32), "
+          "Loads config.json, model.safetensors (the decoders in `dtype` — \"int8\": int8 linear "
+          "weights, float32 activations — the codec in float32), "
           "tokenizer.json and generation_config.json.")
       .def_property_readonly("sampling_rate", &Csm::sampling_rate, "The codec's rate (24000).")
       .def_property_readonly(

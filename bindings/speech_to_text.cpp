@@ -98,7 +98,8 @@ Live: alto.models.SpeechToTextStream; many streams: alto.models.SpeechToTextBatc
                 KyutaiSpeechToText::from_pretrained(dir, options));
           },
           py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
-          "Loads config.json, model.safetensors (the decoder in `dtype`, the codec in float32), "
+          "Loads config.json, model.safetensors (the decoder in `dtype` — \"int8\": int8 linear "
+          "weights, float32 activations — the codec in float32), "
           "processor_config.json and tokenizer.json / tokenizer*.model.")
       .def_property_readonly("sampling_rate", &KyutaiSpeechToText::sample_rate,
                              "The rate audio must have (24000).")

@@ -114,6 +114,7 @@ void reply(const AudioLanguageModel& model, const models::AudioLmInputs& inputs,
   for (double s : result.token_seconds) decode_total += s;
   std::cout
       << nlohmann::json{{"model_type", model.model_type()},
+                        {"precision", model.load_options().precision()},
                         {"prompt", inputs.prompt},
                         {"input_ids", to_vector(e.input_ids)},
                         {"audio_tokens", inputs.audio_tokens},
@@ -171,7 +172,9 @@ void add_chat_command(CLI::App& app) {
   auto a = std::make_shared<ChatArgs>();
   cmd->add_option("--model", a->model, "Audio LM folder as the Hub ships it")->required();
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (default cpu)");
-  cmd->add_option("--dtype", a->dtype, "float32 or bfloat16 (default float32)");
+  cmd->add_option("--dtype", a->dtype,
+                  "float32, bfloat16, or int8: int8 linear weights in the text decoder with "
+                  "float32 activations (default float32)");
   cmd->add_option("--audio", a->audio,
                   "Audio file for the user turn, before the prompt (any format; resampled to the "
                   "model's rate); repeatable");

@@ -162,7 +162,9 @@ void add_speak_command(CLI::App& app) {
   cmd->add_option("--model", a->model, "CSM folder as the Hub ships it (sesame/csm-1b)")
       ->required();
   cmd->add_option("--device", a->device, "cpu, cuda or cuda:N (default cpu)");
-  cmd->add_option("--dtype", a->dtype, "float32 or bfloat16 (default float32)");
+  cmd->add_option("--dtype", a->dtype,
+                  "float32, bfloat16, or int8: int8 linear weights in the decoders with float32 "
+                  "activations (default float32)");
   cmd->add_option("--speaker", a->speaker, "Speaker id of every turn (default 0)");
   cmd->add_option("--context", a->contexts,
                   "FILE:TEXT, an earlier turn by the speaker: audio (any format, resampled) or "

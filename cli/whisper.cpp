@@ -53,7 +53,9 @@ struct ModelArgs {
                     "Whisper (or, for transcribe, Qwen2-Audio / Voxtral) checkpoint folder")
         ->required();
     cmd->add_option("--device", device, "cpu, cuda or cuda:N (default cpu)");
-    cmd->add_option("--dtype", dtype, "float32, float16 (CUDA) or bfloat16 (default float32)");
+    cmd->add_option("--dtype", dtype,
+                    "float32, float16 (CUDA), bfloat16, or int8: int8 linear weights with float32 "
+                    "activations in an audio LM's or Kyutai's decoder (default float32)");
   }
 };
 

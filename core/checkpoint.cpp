@@ -23,16 +23,42 @@ void LoadOptions::validate() const {
                 " is not available: this libtorch has no CUDA or no GPU is visible");
   ALTO_CHECK_AS(Unsupported, device.is_cpu() || device.is_cuda(), "LoadOptions.device ",
                 device.str(), " is not supported (cpu or cuda)");
+  ALTO_CHECK_AS(Unsupported,
+                linear_weights == LinearWeights::kComputeDtype ||
+                    (device.is_cpu() && dtype == torch::kFloat32),
+                "LoadOptions.linear_weights int8 runs on CPU with float32 activations, not on ",
+                device.str(), " in ", dtype_name(dtype));
 }
 
 std::string LoadOptions::to_string() const {
-  return "LoadOptions(device=" + device.str() + ", dtype=" + dtype_name(dtype) + ")";
+  return "LoadOptions(device=" + device.str() + ", dtype=" + dtype_name(dtype) +
+         (linear_weights == LinearWeights::kInt8 ? ", linear_weights=int8" : "") + ")";
+}
+
+std::string LoadOptions::precision() const {
+  return linear_weights == LinearWeights::kInt8 ? "int8" : dtype_name(dtype);
+}
+
+void LoadOptions::require_compute_dtype_weights(const std::string& model) const {
+  ALTO_CHECK_AS(Unsupported, linear_weights == LinearWeights::kComputeDtype, model,
+                " keeps its weights in the compute dtype: int8 linear weights are for the text "
+                "decoders of the audio LMs, Kyutai and CSM (load with float32 or bfloat16)");
 }
 
 LoadOptions LoadOptions::parse(const std::string& device, const std::string& dtype) {
   LoadOptions o;
   o.device = parse_device(device);
-  o.dtype = parse_dtype(dtype);
+  if (dtype == "int8") {
+    o.linear_weights = LinearWeights::kInt8;
+  } else {
+    try {
+      o.dtype = parse_dtype(dtype);
+    } catch (const InvalidArgument&) {
+      throw InvalidArgument("unknown dtype '" + dtype +
+                            "' (expected float32, float16, bfloat16, or int8 for int8 linear "
+                            "weights with float32 activations)");
+    }
+  }
   o.validate();
   return o;
 }

@@ -30,13 +30,25 @@ struct LoadOptions {
   /// Compute dtype of the floating-point weights and activations: float32, or float16 /
   /// bfloat16 where the device computes in it (libtorch's CPU kernels have no float16 GEMM).
   torch::ScalarType dtype = torch::kFloat32;
+  /// How the linear layers of the models that quantize (the text decoders) store their weights:
+  /// in the compute dtype, or as int8 with one float32 scale per output channel (symmetric,
+  /// round to nearest), multiplied with float32 activations — a quarter of float32's bytes per
+  /// decoding step. int8 needs float32 activations on CPU.
+  enum class LinearWeights { kComputeDtype, kInt8 };
+  LinearWeights linear_weights = LinearWeights::kComputeDtype;
 
-  /// From the spellings the CLI and Python take ("cpu", "cuda:1"; "float32", "bf16", ...),
-  /// validated.
+  /// From the spellings the CLI and Python take ("cpu", "cuda:1"; "float32", "bf16", ...;
+  /// "int8": float32 activations with int8 linear weights), validated.
   static LoadOptions parse(const std::string& device, const std::string& dtype);
   /// Throws alto::Unsupported for a dtype or device this libtorch cannot run.
   void validate() const;
   std::string to_string() const;
+  /// The precision as `parse` spells it: "float32", "bfloat16", "int8".
+  std::string precision() const;
+  /// Throws alto::Unsupported naming `model` for int8 linear weights: for the models whose
+  /// weights all stay in the compute dtype (encoders and codecs, where a step is not bound by
+  /// reading weights).
+  void require_compute_dtype_weights(const std::string& model) const;
 };
 
 /// Throws alto::IoError naming `caller` unless `dir` is a folder (a Hub checkpoint folder:

@@ -386,6 +386,7 @@ std::shared_ptr<const Dac> Dac::from_pretrained(const std::string& dir,
                                                 const LoadOptions& options) {
   namespace fs = std::filesystem;
   require_checkpoint_folder(dir, "Dac::from_pretrained");
+  options.require_compute_dtype_weights("DAC");
   const DacConfig config = DacConfig::from_json(dir);  // its errors come first
   const fs::path preprocessor = fs::path(dir) / "preprocessor_config.json";
   DacFeatureExtractorOptions features;

@@ -250,6 +250,7 @@ torch::Tensor Encodec::Impl::encode_chunk(torch::Tensor chunk, const torch::Tens
 std::shared_ptr<const Encodec> Encodec::from_pretrained(const std::string& dir,
                                                         const LoadOptions& options) {
   require_checkpoint_folder(dir, "Encodec::from_pretrained");
+  options.require_compute_dtype_weights("EnCodec");
   const EncodecConfig config = EncodecConfig::from_json(dir);
   return std::make_shared<const Encodec>(config, SafetensorsCheckpoint(dir), options);
 }

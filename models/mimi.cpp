@@ -339,6 +339,7 @@ torch::Tensor Mimi::Impl::decode(const torch::Tensor& codes, Intermediates* out)
 std::shared_ptr<const Mimi> Mimi::from_pretrained(const std::string& dir,
                                                   const LoadOptions& options) {
   require_checkpoint_folder(dir, "Mimi::from_pretrained");
+  options.require_compute_dtype_weights("Mimi");
   const MimiConfig config = MimiConfig::from_json(dir);  // its errors come first
   return std::make_shared<const Mimi>(config, SafetensorsCheckpoint(dir), options);
 }

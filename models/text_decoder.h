@@ -4,7 +4,8 @@
 // attention with an explicit head_dim, biases where the family has them, RMSNorm, SwiGLU,
 // rotate-half RoPE with rope_scaling, sliding windows per layer, a tied or untied head. The text
 // backbone of the audio LMs (Qwen2-Audio, Voxtral) and usable alone. Immutable after loading;
-// per-sequence state (the KV caches) lives in TextDecoderState.
+// per-sequence state (the KV caches) lives in TextDecoderState. With LoadOptions::linear_weights
+// int8, every linear layer and the head hold int8 weights (the token table stays float32).
 
 #include <torch/types.h>
 

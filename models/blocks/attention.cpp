@@ -151,7 +151,7 @@ SelfAttentionImpl::Projected SelfAttentionImpl::project(const torch::Tensor& x,
 }
 
 torch::Tensor SelfAttentionImpl::project_out(const torch::Tensor& attended) const {
-  return output_proj->forward(attended.to(output_proj->weight.scalar_type())
+  return output_proj->forward(attended.to(output_proj->input_dtype())
                                   .transpose(1, 2)
                                   .reshape({attended.size(0), attended.size(2), -1}));
 }

@@ -24,16 +24,32 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias) {
   const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  if (kernels::is_int8(weight)) return kernels::linear_int8(flat, weight, bias).view(sizes);
   if (!kernels::few_rows(flat) || weight.scalar_type() != x.scalar_type() ||
       (bias.defined() && bias.scalar_type() != x.scalar_type()))
     return torch::linear(x, weight, bias);
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
   return kernels::linear_few_rows(flat, weight, bias).view(sizes);
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
   return linear(x, weight, bias);
+}
+
+torch::ScalarType LinearImpl::input_dtype() const {
+  return kernels::is_int8(weight) ? torch::kFloat32 : weight.scalar_type();
+}
+
+void LinearImpl::quantize_int8() {
+  if (kernels::is_int8(weight)) return;
+  weight = kernels::quantize_int8(weight);
+  parameters_["weight"] = weight;  // the float32 weight's memory goes with its last reference
+}
+
+void quantize_linears(torch::nn::Module& root) {
+  for (const auto& module : root.modules())
+    if (auto* linear = dynamic_cast<LinearImpl*>(module.get())) linear->quantize_int8();
 }
 
 Conv1dImpl::Conv1dImpl(const Conv1dOptions& c, const torch::TensorOptions& options) : conv(c) {

@@ -26,7 +26,8 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
 
 /// torch::linear(x, weight, bias) for x [..., in]. A few rows (a decoding or streaming step)
 /// go to the kernels that read each weight once, on all intra-op threads (models/internal/
-/// few_rows.h): libtorch's matrix-vector products run far below the memory bandwidth.
+/// few_rows.h): libtorch's matrix-vector products run far below the memory bandwidth. The
+/// weight may be int8 (kernels::quantize_int8) under float32 x.
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias = {});
 
@@ -36,10 +37,19 @@ class LinearImpl : public torch::nn::Module {
   LinearImpl(int64_t in_features, int64_t out_features, bool bias,
              const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x) const;
+  /// The dtype forward takes: the weight's, float32 for int8 weights.
+  torch::ScalarType input_dtype() const;
+  /// Replaces the float32 weight by its int8 per-channel form (kernels::quantize_int8), under
+  /// the same parameter name; the bias stays float32.
+  void quantize_int8();
 
   torch::Tensor weight, bias;
 };
 TORCH_MODULE(Linear);
+
+/// LinearImpl::quantize_int8 on every Linear in `root` and below (LoadOptions::linear_weights
+/// int8), once its weights are loaded.
+void quantize_linears(torch::nn::Module& root);
 
 /// torch.nn.Conv1d: weight [out, in / groups, kernel], bias [out].
 struct Conv1dOptions {

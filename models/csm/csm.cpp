@@ -206,6 +206,7 @@ Csm::Csm(const std::string& dir, const LoadOptions& options) {
   binder.bind(head, "depth_decoder.codebooks_head.weight");
   LoadOptions codec_options = options;
   codec_options.dtype = torch::kFloat32;  // transformers keeps the codec in float32
+  codec_options.linear_weights = LoadOptions::LinearWeights::kComputeDtype;
   binder.set_dtype(torch::kFloat32);
   impl->codec = std::make_shared<const Mimi>(c.codec_config, binder, "codec_model.",
                                              codec_options);

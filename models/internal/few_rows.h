@@ -4,8 +4,9 @@
 // are bound by reading the weights: OpenBLAS's GEMM ran 2 rows against Mimi's 100 MB of
 // transformer weights 3x slower than one matrix-vector product, and one GEMV per row reads the
 // weights once per row. These kernels read each weight once for all rows (AVX2 + FMA where the
-// CPU and OS have them, plain loops elsewhere; bfloat16 also with AVX-512 BF16), the outputs of
-// large matrices split over alto's threads (a decoder step at batch 1 reads GBs of weights).
+// CPU and OS have them, plain loops elsewhere; bfloat16 also with AVX-512 BF16; int8 weights
+// with AVX-512 or AVX2), the outputs of large matrices split over alto's threads (a decoder step
+// at batch 1 reads GBs of weights).
 
 #include <torch/types.h>
 
@@ -27,7 +28,9 @@ constexpr int64_t kMaxFewRows = 4;
 bool few_rows(const torch::Tensor& x);
 
 /// x [rows, in] @ weight^T + bias, weight [out, in], bias [out] or undefined -> [rows, out], all
-/// of x's dtype (bfloat16: summed in float32, rounded once).
+/// of x's dtype (bfloat16: summed in float32, rounded once). The weight may also be a
+/// quantize_int8 tensor under float32 x and bias: each output's sum of x times the int8 weights,
+/// in float32, times its channel's scale.
 torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias);
 
@@ -35,6 +38,18 @@ torch::Tensor linear_few_rows(const torch::Tensor& x, const torch::Tensor& weigh
 /// (+ bias [out] unless null), 1 <= rows <= kMaxFewRows.
 void linear_few_rows(const float* x, int64_t rows, int64_t in, const float* weight, int64_t out,
                      const float* bias, float* y);
+
+/// Symmetric int8 per output channel of a float32 weight [out, in]: scale[o] = max_i |w[o, i]|
+/// / 127 (1 for a row of zeros), q = w / scale rounded half to even; held as libtorch holds
+/// quantize_per_channel's result (qint8, per channel on axis 0, zero points 0). Throws
+/// alto::InvalidArgument for NaN or infinite weights.
+torch::Tensor quantize_int8(const torch::Tensor& weight);
+/// Whether `weight` is a quantize_int8 tensor (qint8, per channel on axis 0, two dimensions).
+bool is_int8(const torch::Tensor& weight);
+/// x [rows, in] float32 @ weight^T + bias for a quantize_int8 weight, any number of rows: a few
+/// go to linear_few_rows, more to float32 GEMMs on blocks of the weight dequantized in cache.
+torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias);
 
 /// x [rows, in] @ weight, weight [in, out] -> [rows, out] (float32).
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);

@@ -321,10 +321,17 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
   // transformers keeps the codec in float32 whatever the decoder's dtype.
   LoadOptions codec_options = options;
   codec_options.dtype = torch::kFloat32;
+  codec_options.linear_weights = LoadOptions::LinearWeights::kComputeDtype;
   binder.set_dtype(torch::kFloat32);
   impl->codec = std::make_shared<const Mimi>(config.codec_config, binder, "codec_model.",
                                              codec_options);
   binder.finish();
+  if (options.linear_weights == LoadOptions::LinearWeights::kInt8) {
+    blocks::quantize_linears(*impl->module);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i)  // bound by hand, not registered
+      blocks::quantize_linears(*impl->module->layers->at<DecoderLayerImpl>(i).self_attn);
+    impl->lm_head = kernels::quantize_int8(impl->lm_head);
+  }
 
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   impl->audio_offsets = torch::cat(

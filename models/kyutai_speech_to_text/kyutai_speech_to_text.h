@@ -146,7 +146,8 @@ class KyutaiSpeechToText {
  public:
   /// A transformers-format folder (config.json, model.safetensors, processor_config.json or
   /// preprocessor_config.json, tokenizer.json or tokenizer*.model). The decoder takes
-  /// `options`; the codec always runs in float32 on the same device, as transformers keeps it.
+  /// `options` (with int8 linear weights: every projection and the head); the codec always
+  /// runs in float32 on the same device, as transformers keeps it.
   static std::shared_ptr<const KyutaiSpeechToText> from_pretrained(const std::string& dir,
                                                                    const LoadOptions& options = {});
   KyutaiSpeechToText(const std::string& dir, const LoadOptions& options);

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <optional>
 #include <sstream>
 
 #include "alto/core/error.h"
@@ -13,7 +12,6 @@
 #include "alto/core/threading.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/intermediates.h"
-#include "alto/models/internal/few_rows.h"
 #include "alto/models/whisper/internal/layers.h"
 
 namespace alto::models {
@@ -115,6 +113,7 @@ struct Whisper::Impl {
 std::shared_ptr<const Whisper> Whisper::from_pretrained(const std::string& dir,
                                                         const LoadOptions& options) {
   require_checkpoint_folder(dir, "Whisper::from_pretrained");
+  options.require_compute_dtype_weights("Whisper");
   const WhisperConfig config = WhisperConfig::from_json(dir);  // its errors come first
   return std::make_shared<const Whisper>(config, SafetensorsCheckpoint(dir), options);
 }
@@ -206,10 +205,9 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   const int64_t rows = tokens.size(0), length = tokens.size(1), past = state.length;
   const int64_t audios = state.layers.front().cross_key.size(0);
   const int64_t group = rows / audios;
-  // A step's operators are tiny while its few-row products stream the weights on alto's
-  // threads; libtorch's OpenMP team would spin on their cores between operators (TextDecoder).
-  std::optional<SingleThreadedTorch> step;
-  if (rows * length <= kernels::kMaxFewRows) step.emplace();
+  // The products run on alto's threads (a few rows) or OpenBLAS's pool (beams, prompts);
+  // libtorch's OpenMP team would spin on their cores between operators (TextDecoder).
+  const SingleThreadedTorch operators_inline;
 
   torch::Tensor x = decoder.embed_tokens->forward(tokens.to(options.device));
   if (config.scale_embedding) x = x * std::sqrt(static_cast<double>(config.d_model));

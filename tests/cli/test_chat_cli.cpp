@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -60,6 +61,27 @@ TEST_CASE("alto chat reproduces transformers' prompt and greedy reply", "[cli][q
                               "8 --json --seed 7 Hello";
   CHECK(json::parse(run_cli(sampled))["generated_ids"] ==
         json::parse(run_cli(sampled))["generated_ids"]);
+}
+
+TEST_CASE("alto chat --dtype int8 quantizes the text decoder and says so", "[cli][qwen2_audio]") {
+  const GoldenModel golden("qwen2-audio-tiny-random");
+  const json out = json::parse(run_cli("chat --model " + golden.dir() + " --audio " + golden.dir() +
+                                       "/input.wav --dtype int8 --max-new-tokens " +
+                                       "12 --json 'What does the person say?'"));
+  CHECK(out["precision"] == "int8");
+  // The library test's bound on this checkpoint: transformers' greedy reply kept for at least
+  // its first 8 tokens (10 measured).
+  const std::vector<int64_t> reply = out["generated_ids"], reference = new_tokens(golden, "");
+  REQUIRE(reply.size() == reference.size());
+  CHECK(std::equal(reply.begin(), reply.begin() + 8, reference.begin()));
+  // A model that keeps its weights in the compute dtype says so.
+  const GoldenModel whisper("whisper-tiny-random");
+  const std::string err =
+      run_cli("embed --model " + whisper.dir() + " --dtype int8 " + golden.dir() +
+                  "/input.wav -o " + alto::test::temp_path("int8-embed.safetensors"),
+              1, alto::test::Stderr::kMerge);
+  CHECK(err.find("the Whisper encoder keeps its weights in the compute dtype") !=
+        std::string::npos);
 }
 
 TEST_CASE("alto transcribe runs an audio LM's transcription prompt", "[cli][qwen2_audio]") {

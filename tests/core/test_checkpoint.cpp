@@ -149,6 +149,18 @@ TEST_CASE("load options convert dtypes and reject what this libtorch cannot run"
   CHECK(alto::parse_dtype("bf16") == torch::kBFloat16);
   CHECK(alto::parse_dtype("float16") == torch::kFloat16);
   CHECK_THROWS_WITH(alto::parse_dtype("int8"), Catch::Contains("'int8'"));
+  // int8 is a load option, not a tensor dtype: float32 activations with int8 linear weights.
+  const LoadOptions int8 = LoadOptions::parse("cpu", "int8");
+  CHECK(int8.dtype == torch::kFloat32);
+  CHECK(int8.linear_weights == LoadOptions::LinearWeights::kInt8);
+  CHECK(int8.precision() == "int8");
+  CHECK(int8.to_string() == "LoadOptions(device=cpu, dtype=float32, linear_weights=int8)");
+  CHECK(LoadOptions::parse("cpu", "bf16").precision() == "bfloat16");
+  CHECK_THROWS_WITH(LoadOptions::parse("cpu", "int4"),
+                    Catch::Contains("'int4'") && Catch::Contains("int8"));
+  LoadOptions int8_bf16 = int8;
+  int8_bf16.dtype = torch::kBFloat16;
+  CHECK_THROWS_WITH(int8_bf16.validate(), Catch::Contains("float32 activations"));
   CHECK(alto::parse_device("cpu") == torch::Device(torch::kCPU));
   CHECK_THROWS_WITH(alto::parse_device("tpu"), Catch::Contains("'tpu'"));
 

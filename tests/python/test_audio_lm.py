@@ -116,6 +116,20 @@ def test_text_decoder_alone(qwen, qwen_model):
     assert torch.equal(out["generated_ids"], io["generated_ids"][:, prompt:])
 
 
+def test_int8_linear_weights(qwen, qwen_model):
+    folder, io, _, _ = qwen
+    int8 = alto.models.AudioLanguageModel.from_pretrained(str(folder), dtype="int8")
+    assert (int8.precision, int8.dtype) == ("int8", "float32")
+    assert (qwen_model.precision, int8.text_decoder.precision) == ("float32", "int8")
+    # The library's bound on this checkpoint (tests/models/qwen2_audio): within 2 % of the range.
+    logits = int8.text_decoder.logits(int8.text_decoder.forward(io["inputs_embeds"]))
+    assert max_abs(logits, io["logits"]) < 0.02 * io["logits"].abs().max().item()
+    # Models whose weights stay in the compute dtype say so.
+    whisper = folder.parent / "whisper-tiny-random"
+    with pytest.raises(alto.Unsupported, match="keeps its weights in the compute dtype"):
+        alto.models.Whisper.from_pretrained(str(whisper), dtype="int8")
+
+
 def test_tokenizer_and_registry(qwen_model):
     tok = qwen_model.tokenizer
     assert isinstance(tok, alto.tokenizers.TextTokenizer)

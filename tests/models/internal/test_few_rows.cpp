@@ -1,10 +1,12 @@
 // models/internal/few_rows: the few-row products equal torch's for every row count, vector tails
-// (sizes off the 8/16/32-element blocks) and with or without a bias, in float32 and bfloat16, on
-// every instruction-set path and any thread count; wrong operands are errors.
+// (sizes off the 8/16/32-element blocks) and with or without a bias, in float32 and bfloat16 and
+// with int8 weights, on every instruction-set path and any thread count; wrong operands are
+// errors.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "alto/core/error.h"
 #include "alto/core/threading.h"
@@ -71,6 +73,78 @@ TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
       }
     limit_isa(previous);
   }
+}
+
+TEST_CASE("int8 weights: per-channel quantization as libtorch's, products on every path",
+          "[few_rows]") {
+  torch::manual_seed(7);
+  const torch::Tensor w = torch::randn({300, 70}) * torch::rand({300, 1});
+  w[3].zero_();  // a row of zeros takes scale 1
+  const torch::Tensor q = quantize_int8(w);
+  REQUIRE(is_int8(q));
+  REQUIRE_FALSE(is_int8(w));
+  const torch::Tensor scale = q.q_per_channel_scales();
+  CHECK(scale[3].item<double>() == 1.0);
+  // The format of torch.quantize_per_channel (qint8, axis 0, zero points 0), the values within
+  // one step of its (it rounds w * (1 / scale); alto w / scale).
+  const torch::Tensor reference =
+      torch::quantize_per_channel(w, scale, torch::zeros({300}, torch::kInt64), 0, torch::kQInt8);
+  CHECK((q.int_repr().to(torch::kInt32) - reference.int_repr().to(torch::kInt32))
+            .abs()
+            .max()
+            .item<int>() <= 1);
+  CHECK(q.int_repr().abs().max().item<int>() == 127);
+  // Within half a step of the weight.
+  const torch::Tensor back = q.dequantize();
+  CHECK(((back - w).abs() <= scale.to(torch::kFloat32).unsqueeze(1) * 0.5001f).all().item<bool>());
+  // Many rows: GEMMs on blocks of the weight dequantized (blocks of 748 rows of 700: one block
+  // for 300 rows, three for 2000), as torch::linear on the dequantized weight.
+  for (const int64_t out : {int64_t{300}, int64_t{2000}}) {
+    const torch::Tensor qw = quantize_int8(torch::randn({out, 700}));
+    const torch::Tensor x = torch::randn({37, 700}), b = torch::randn({out});
+    alto::test::require_close(linear_int8(x, qw, b), torch::linear(x, qw.dequantize(), b), 1e-4,
+                              1e-5, std::nullopt, "int8 GEMM");
+    CHECK(linear_int8(torch::randn({0, 700}), qw, {}).sizes() == torch::IntArrayRef{0, out});
+    REQUIRE_THROWS_WITH(linear_int8(x.to(torch::kFloat64), qw, {}),
+                        Catch::Contains("float32 [rows, 700]"));
+  }
+
+  const int threads = alto::num_threads();
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512})
+    for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
+      for (const auto& [in, out] : {std::pair<int64_t, int64_t>{1024, 5000}, {37, 5}, {70, 33}}) {
+        const Isa previous = limit_isa(isa);
+        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " in " << in << " out " << out);
+        const torch::Tensor x = torch::randn({rows, in});
+        const torch::Tensor qw = quantize_int8(torch::randn({out, in}));
+        const torch::Tensor b = torch::randn({out});
+        // float32 x times the weights the int8 stand for, up to summation order.
+        const torch::Tensor expected = torch::linear(x, qw.dequantize(), b);
+        const torch::Tensor y = linear_few_rows(x, qw, b);
+        REQUIRE(y.scalar_type() == torch::kFloat32);
+        alto::test::require_close(y, expected, 1e-5 * std::sqrt(static_cast<double>(in)), 1e-5,
+                                  std::nullopt, "int8 linear");
+        alto::test::require_close(linear_few_rows(x, qw, {}), torch::linear(x, qw.dequantize()),
+                                  1e-5 * std::sqrt(static_cast<double>(in)), 1e-5, std::nullopt,
+                                  "int8 linear without bias");
+        alto::set_num_threads(1);
+        const torch::Tensor one = linear_few_rows(x, qw, b);
+        alto::set_num_threads(2);
+        CHECK(torch::equal(linear_few_rows(x, qw, b), one));
+        alto::set_num_threads(threads);
+        limit_isa(previous);
+      }
+  // int8 weights take float32 x only; float32 products refuse them.
+  REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 70}).to(torch::kBFloat16), q, {}),
+                      Catch::Contains("does not fit"));
+  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 300}), q), Catch::Contains("float32 only"));
+  REQUIRE_THROWS_WITH(quantize_int8(torch::randn({4, 8}).to(torch::kBFloat16)),
+                      Catch::Contains("float32 [out, in]"));
+  torch::Tensor bad = torch::randn({4, 8});
+  bad[1][2] = std::numeric_limits<float>::infinity();
+  REQUIRE_THROWS_WITH(quantize_int8(bad), Catch::Contains("infinite"));
+  REQUIRE_THROWS_WITH(linear_int8(torch::randn({2, 8}), torch::randn({4, 8}), {}),
+                      Catch::Contains("quantize_int8 weight"));
 }
 
 TEST_CASE("few-row products refuse what they cannot take", "[few_rows]") {
