@@ -54,6 +54,7 @@ set(ALTO_FEATURES_SOURCES
 set(ALTO_TOKENIZERS_SOURCES
   ${ALTO_ROOT}/tokenizers/audio_tokenizer.cpp)
 set(ALTO_MODELS_SOURCES
+  ${ALTO_ROOT}/models/internal/activation.cpp
   ${ALTO_ROOT}/models/internal/conv.cpp
   ${ALTO_ROOT}/models/internal/few_rows.cpp
   ${ALTO_ROOT}/models/internal/fused_attention.cpp

@@ -4,6 +4,7 @@
 
 #include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
+#include "alto/models/internal/activation.h"
 #include "alto/models/internal/conv.h"
 #include "alto/models/internal/few_rows.h"
 
@@ -33,8 +34,52 @@ torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
   return kernels::linear_few_rows(flat, weight, bias).view(sizes);
 }
 
+namespace {
+
+kernels::Activation kernel_activation(Activation activation) {
+  switch (activation) {
+    case Activation::kGelu:
+      return kernels::Activation::kGelu;
+    case Activation::kGeluTanh:
+      return kernels::Activation::kGeluTanh;
+    case Activation::kRelu:
+      return kernels::Activation::kRelu;
+    case Activation::kSilu:
+      return kernels::Activation::kSilu;
+  }
+  throw InvalidArgument("blocks::Activation: unknown value");
+}
+
+}  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     Activation activation) {
+  const bool float32 = x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
+                       (!bias.defined() || bias.scalar_type() == torch::kFloat32);
+  if (float32 && weight.scalar_type() == torch::kFloat32 && x.dim() >= 1) {
+    // libtorch's addmm copies the bias into the output before the product: the product alone,
+    // then the bias with the activation in one pass while the rows are warm.
+    const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+    if (!kernels::few_rows(flat)) {
+      const torch::Tensor y = torch::mm(flat, weight.t());
+      kernels::activate_(y, bias, kernel_activation(activation));
+      std::vector<int64_t> sizes = x.sizes().vec();
+      sizes.back() = weight.size(0);
+      return y.view(sizes);
+    }
+  }
+  torch::Tensor y = linear(x, weight, bias);
+  if (!kernels::activation_fits(y)) return activate(y, activation);
+  kernels::activate_(y, {}, kernel_activation(activation));
+  return y;
+}
+
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
   return linear(x, weight, bias);
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x, Activation activation) const {
+  return linear(x, weight, bias, activation);
 }
 
 torch::ScalarType LinearImpl::input_dtype() const {
@@ -108,6 +153,7 @@ Activation parse_activation(const std::string& name, const std::string& field) {
 }
 
 torch::Tensor activate(const torch::Tensor& x, Activation activation) {
+  if (kernels::activation_fits(x)) return kernels::activate(x, {}, kernel_activation(activation));
   switch (activation) {
     case Activation::kGelu:
       return torch::gelu(x);

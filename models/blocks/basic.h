@@ -24,6 +24,13 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
                                       torch::IntArrayRef shape,
                                       const torch::TensorOptions& options);
 
+/// Hugging Face's ACT2FN names: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
+/// approximation), "relu", "silu" / "swish". Throws alto::Unsupported naming `field` otherwise.
+/// float32 CPU tensors run alto's vectorised kernels, other dtypes and devices libtorch's.
+enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
+Activation parse_activation(const std::string& name, const std::string& field);
+torch::Tensor activate(const torch::Tensor& x, Activation activation);
+
 /// torch::linear(x, weight, bias) for x [..., in]. A few rows (a decoding or streaming step)
 /// go to the kernels that read each weight once, on all intra-op threads (models/internal/
 /// few_rows.h): libtorch's matrix-vector products run far below the memory bandwidth. The
@@ -31,12 +38,19 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
                      const torch::Tensor& bias = {});
 
+/// activate(linear(x, weight, bias), activation), in float32 on the CPU with the bias and the
+/// activation in one pass over the product (models/internal/activation.h).
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     Activation activation);
+
 /// y = x W^T + b (torch.nn.Linear): weight [out, in], bias [out].
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias,
              const torch::TensorOptions& options);
   torch::Tensor forward(const torch::Tensor& x) const;
+  /// activate(forward(x), activation), fused as blocks::linear fuses it.
+  torch::Tensor forward(const torch::Tensor& x, Activation activation) const;
   /// The dtype forward takes: the weight's, float32 for int8 weights.
   torch::ScalarType input_dtype() const;
   /// Replaces the float32 weight by its int8 per-channel form (kernels::quantize_int8), under
@@ -99,11 +113,5 @@ class EmbeddingImpl : public torch::nn::Module {
   torch::Tensor weight;
 };
 TORCH_MODULE(Embedding);
-
-/// Hugging Face's ACT2FN names: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
-/// approximation), "relu", "silu" / "swish". Throws alto::Unsupported naming `field` otherwise.
-enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
-Activation parse_activation(const std::string& name, const std::string& field);
-torch::Tensor activate(const torch::Tensor& x, Activation activation);
 
 }  // namespace alto::models::blocks

@@ -11,7 +11,7 @@ MlpImpl::MlpImpl(int64_t hidden_size, int64_t intermediate_size, bool bias, Acti
       fc2(register_module("fc2", Linear(intermediate_size, hidden_size, bias, options))) {}
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) const {
-  return fc2->forward(activate(fc1->forward(x), activation));
+  return fc2->forward(fc1->forward(x, activation));
 }
 
 GatedMlpImpl::GatedMlpImpl(int64_t hidden_size, int64_t intermediate_size, bool bias,
@@ -24,7 +24,7 @@ GatedMlpImpl::GatedMlpImpl(int64_t hidden_size, int64_t intermediate_size, bool 
           register_module("down_proj", Linear(intermediate_size, hidden_size, bias, options))) {}
 
 torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) const {
-  return down_proj->forward(activate(gate_proj->forward(x), activation) * up_proj->forward(x));
+  return down_proj->forward(gate_proj->forward(x, activation) * up_proj->forward(x));
 }
 
 GatingMlpImpl::GatingMlpImpl(int64_t hidden_size, int64_t intermediate_size, Activation act,

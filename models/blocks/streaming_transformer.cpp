@@ -325,7 +325,7 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
                 linear(attended, attn.output_proj->weight, attn.output_proj->bias));
     const torch::Tensor m = layer.post_attention_layernorm->forward(x);
     const torch::Tensor hidden =
-        activate(linear(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
+        linear(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias, o.hidden_act);
     x = x + layer.mlp_layer_scale->forward(
                 linear(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias));
   }

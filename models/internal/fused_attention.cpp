@@ -44,26 +44,9 @@ struct Problem {
   AttentionBand band;
 };
 
-namespace avx512 {
-constexpr int kWidth = 16;
-#define ALTO_KERNEL __attribute__((target("avx512f,fma")))
-#include "alto/models/internal/fused_attention_kernel.inc"
-#undef ALTO_KERNEL
-}  // namespace avx512
-
-namespace avx2 {
-constexpr int kWidth = 8;
-#define ALTO_KERNEL __attribute__((target("avx2,fma")))
-#include "alto/models/internal/fused_attention_kernel.inc"
-#undef ALTO_KERNEL
-}  // namespace avx2
-
-namespace plain {
-constexpr int kWidth = 4;
-#define ALTO_KERNEL
-#include "alto/models/internal/fused_attention_kernel.inc"
-#undef ALTO_KERNEL
-}  // namespace plain
+#define ALTO_KERNEL_FILE "alto/models/internal/fused_attention_kernel.inc"
+#include "alto/models/internal/per_isa.inc"
+#undef ALTO_KERNEL_FILE
 
 }  // namespace
 

@@ -169,8 +169,8 @@ torch::Tensor Voxtral::audio_embeds(const AudioLmInputs& inputs,
   const torch::Tensor hidden = encoder_->encode(features, intermediates);
   const int64_t width = hidden.size(-1) * frames_per_token_;
   const Projector& p = *projector_;
-  const torch::Tensor projected = p.linear_2->forward(
-      blocks::activate(p.linear_1->forward(hidden.reshape({-1, width})), p.activation));
+  const torch::Tensor projected =
+      p.linear_2->forward(p.linear_1->forward(hidden.reshape({-1, width}), p.activation));
   if (intermediates) intermediates->add("multi_modal_projector", projected);
   return projected;
 }

@@ -103,9 +103,10 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
   torch::Tensor x = features.to(options.device, options.dtype);
   x = encoder.conv1->forward(x);
   if (out) out->add(name + "conv1", x);
-  x = encoder.conv2->forward(torch::gelu(x));
+  // GELU after each convolution whatever the config's activation_function, as transformers.
+  x = encoder.conv2->forward(blocks::activate(x, Activation::kGelu));
   if (out) out->add(name + "conv2", x);
-  x = torch::gelu(x).permute({0, 2, 1}) + encoder.embed_positions->weight;
+  x = blocks::activate(x, Activation::kGelu).permute({0, 2, 1}) + encoder.embed_positions->weight;
   // Qwen2-Audio: the keys past each clip's valid frames are hidden from every query.
   torch::Tensor key_padding;
   if (encode_options.feature_attention_mask.defined()) {

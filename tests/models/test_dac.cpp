@@ -251,8 +251,10 @@ TEST_CASE("DAC batches independent clips", "[codec][dac]") {
   CHECK(torch::equal(codes[0], model->encode(x).codes[0]));
   CHECK(torch::equal(codes[1], model->encode(x.flip(-1) * 0.5).codes[0]));
   const torch::Tensor audio = model->decode(AudioCodes{codes, {}});
+  // Equal up to the GEMMs' summation order, which OpenBLAS picks by the row count: within the
+  // golden decode tolerance (MANIFEST: 4e-5; 1.04e-5 measured on an AVX2-only EPYC).
   CHECK(
-      torch::allclose(audio[0], model->decode(AudioCodes{codes.narrow(0, 0, 1), {}})[0], 0, 1e-5));
+      torch::allclose(audio[0], model->decode(AudioCodes{codes.narrow(0, 0, 1), {}})[0], 0, 4e-5));
 }
 
 TEST_CASE("DAC rejects bad audio, codes and options naming the problem", "[codec][dac]") {

@@ -101,7 +101,7 @@ inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, cons
 
 inline torch::Tensor feed_forward(const torch::Tensor& x, const Linear& fc1, const Linear& fc2,
                                   Activation activation) {
-  return fc2->forward(blocks::activate(fc1->forward(x), activation));
+  return fc2->forward(fc1->forward(x, activation));
 }
 
 class EncoderLayerImpl : public torch::nn::Module {
