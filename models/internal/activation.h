@@ -1,8 +1,9 @@
 #pragma once
 // Activations after a linear layer, with its bias, in one vectorised pass (AVX-512, AVX2 or
 // plain loops, chosen at run time like the other kernels), the rows over alto's threads.
-// libtorch 1.13 as Debian builds it took 11 ns a value for GELU (17 % of the whisper-base
-// encoder), and its addmm copies the bias into the output before the product.
+// In the whisper-base encoder's profile libtorch's GELU, a new output each call, took 237 ms for
+// 20 M values (17 %; 1.9 ns a value when it reuses warm memory), and its addmm copies the bias
+// into the output before the product; together they are 2 % of the encoder now.
 
 #include <torch/types.h>
 
