@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <optional>
+
 #include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
 #include "alto/models/internal/activation.h"
@@ -22,18 +24,6 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
   if (with_bias) bias = uninitialised_parameter(*this, "bias", {out_features}, options);
 }
 
-torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
-                     const torch::Tensor& bias) {
-  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weight.size(0);
-  if (kernels::is_int8(weight)) return kernels::linear_int8(flat, weight, bias).view(sizes);
-  if (!kernels::few_rows(flat) || weight.scalar_type() != x.scalar_type() ||
-      (bias.defined() && bias.scalar_type() != x.scalar_type()))
-    return torch::linear(x, weight, bias);
-  return kernels::linear_few_rows(flat, weight, bias).view(sizes);
-}
-
 namespace {
 
 kernels::Activation kernel_activation(Activation activation) {
@@ -50,28 +40,44 @@ kernels::Activation kernel_activation(Activation activation) {
   throw InvalidArgument("blocks::Activation: unknown value");
 }
 
+// Both linear()s: the product on the path that suits it, then the activation if one is given.
+torch::Tensor linear_then(const torch::Tensor& x, const torch::Tensor& weight,
+                          const torch::Tensor& bias, const std::optional<Activation>& activation) {
+  const torch::Tensor flat = x.reshape({-1, x.size(-1)});
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weight.size(0);
+  const bool same_dtype = weight.scalar_type() == x.scalar_type() &&
+                          (!bias.defined() || bias.scalar_type() == x.scalar_type());
+  torch::Tensor y;
+  if (kernels::is_int8(weight)) {
+    y = kernels::linear_int8(flat, weight, bias).view(sizes);
+  } else if (same_dtype && kernels::few_rows(flat)) {
+    y = kernels::linear_few_rows(flat, weight, bias).view(sizes);
+  } else if (same_dtype && activation && x.is_cpu() && x.scalar_type() == torch::kFloat32) {
+    // libtorch's addmm copies the bias into the output before the product: the product alone,
+    // then the bias with the activation in one pass while the rows are warm.
+    y = torch::mm(flat, weight.t());
+    kernels::activate_(y, bias, kernel_activation(*activation));
+    return y.view(sizes);
+  } else {
+    y = torch::linear(x, weight, bias);
+  }
+  if (!activation) return y;
+  if (!kernels::activation_fits(y)) return activate(y, *activation);
+  kernels::activate_(y, {}, kernel_activation(*activation));
+  return y;
+}
+
 }  // namespace
+
+torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight,
+                     const torch::Tensor& bias) {
+  return linear_then(x, weight, bias, std::nullopt);
+}
 
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      Activation activation) {
-  const bool float32 = x.is_cpu() && x.scalar_type() == torch::kFloat32 &&
-                       (!bias.defined() || bias.scalar_type() == torch::kFloat32);
-  if (float32 && weight.scalar_type() == torch::kFloat32 && x.dim() >= 1) {
-    // libtorch's addmm copies the bias into the output before the product: the product alone,
-    // then the bias with the activation in one pass while the rows are warm.
-    const torch::Tensor flat = x.reshape({-1, x.size(-1)});
-    if (!kernels::few_rows(flat)) {
-      const torch::Tensor y = torch::mm(flat, weight.t());
-      kernels::activate_(y, bias, kernel_activation(activation));
-      std::vector<int64_t> sizes = x.sizes().vec();
-      sizes.back() = weight.size(0);
-      return y.view(sizes);
-    }
-  }
-  torch::Tensor y = linear(x, weight, bias);
-  if (!kernels::activation_fits(y)) return activate(y, activation);
-  kernels::activate_(y, {}, kernel_activation(activation));
-  return y;
+  return linear_then(x, weight, bias, activation);
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) const {
