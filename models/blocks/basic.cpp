@@ -36,6 +36,8 @@ kernels::Activation kernel_activation(Activation activation) {
       return kernels::Activation::kRelu;
     case Activation::kSilu:
       return kernels::Activation::kSilu;
+    case Activation::kElu:
+      return kernels::Activation::kElu;
   }
   throw InvalidArgument("blocks::Activation: unknown value");
 }
@@ -136,8 +138,9 @@ torch::Tensor ConvTranspose1dImpl::forward(const torch::Tensor& x, const Pointwi
   return kernels::conv_transpose1d(x, weight, bias, conv.stride, conv.padding, conv.groups, before);
 }
 
-torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x) const {
-  return kernels::conv_transpose1d(x, weight, {}, conv.stride, conv.padding, conv.groups);
+torch::Tensor ConvTranspose1dImpl::forward_without_bias(const torch::Tensor& x,
+                                                        const Pointwise& before) const {
+  return kernels::conv_transpose1d(x, weight, {}, conv.stride, conv.padding, conv.groups, before);
 }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim,
@@ -160,6 +163,12 @@ Activation parse_activation(const std::string& name, const std::string& field) {
 
 torch::Tensor activate(const torch::Tensor& x, Activation activation) {
   if (kernels::activation_fits(x)) return kernels::activate(x, {}, kernel_activation(activation));
+  // A strided view (a convolution's time tile): its contiguous copy is new, so in place.
+  if (x.is_cpu() && x.scalar_type() == torch::kFloat32 && x.layout() == torch::kStrided) {
+    torch::Tensor y = x.contiguous();
+    kernels::activate_(y, {}, kernel_activation(activation));
+    return y;
+  }
   switch (activation) {
     case Activation::kGelu:
       return torch::gelu(x);
@@ -169,6 +178,8 @@ torch::Tensor activate(const torch::Tensor& x, Activation activation) {
       return torch::relu(x);
     case Activation::kSilu:
       return torch::silu(x);
+    case Activation::kElu:
+      return torch::elu(x);
   }
   return x;
 }

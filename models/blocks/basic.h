@@ -26,8 +26,9 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
 
 /// Hugging Face's ACT2FN names: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" (tanh
 /// approximation), "relu", "silu" / "swish". Throws alto::Unsupported naming `field` otherwise.
+/// kElu (alpha 1) is the SEANets' fixed activation, no config names it.
 /// float32 CPU tensors run alto's vectorised kernels, other dtypes and devices libtorch's.
-enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
+enum class Activation { kGelu, kGeluTanh, kRelu, kSilu, kElu };
 Activation parse_activation(const std::string& name, const std::string& field);
 torch::Tensor activate(const torch::Tensor& x, Activation activation);
 
@@ -96,7 +97,7 @@ class ConvTranspose1dImpl : public torch::nn::Module {
   /// (time - 1) * stride + kernel - 2 * padding]; `before` as Conv1d's.
   torch::Tensor forward(const torch::Tensor& x, const Pointwise& before = {}) const;
   /// As forward, without the bias (streaming overlap-adds partial outputs, then adds it once).
-  torch::Tensor forward_without_bias(const torch::Tensor& x) const;
+  torch::Tensor forward_without_bias(const torch::Tensor& x, const Pointwise& before = {}) const;
 
   ConvTranspose1dOptions conv;
   torch::Tensor weight, bias;

@@ -198,8 +198,9 @@ CodebookEntry encodec_codebook() {
     stage.search_norms = stage.search.pow(2).sum(0, /*keepdim=*/true);
   };
   e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
+    // linear(): a streaming step's few rows read the codebook once.
     const torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
-                                 2 * torch::matmul(x, stage.search) + stage.search_norms);
+                                 2 * blocks::linear(x, stage.codewords) + stage.search_norms);
     return std::get<1>(dist.max(-1));
   };
   return e;
@@ -239,7 +240,8 @@ CodebookEntry mimi_codebook() {
     const torch::Tensor lhs = torch::cat(
         {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
         -1);
-    return torch::matmul(lhs, stage.search.t()).clamp_min_(0).sqrt_().argmin(-1);
+    // linear(): a streaming step's few rows read the codebook once.
+    return blocks::linear(lhs, stage.search).clamp_min_(0).sqrt_().argmin(-1);
   };
   return e;
 }

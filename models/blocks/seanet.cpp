@@ -35,6 +35,9 @@ torch::Tensor append(const torch::Tensor& buffer, const torch::Tensor& x) {
   return buffer.defined() ? torch::cat({buffer, x}, -1) : x;
 }
 
+// torch.nn.ELU(): ELU(0) = 0, so it may run after a convolution's padding, on its input tiles.
+torch::Tensor apply_elu(const torch::Tensor& x) { return activate(x, Activation::kElu); }
+
 }  // namespace
 
 PadMode parse_pad_mode(const std::string& name, const std::string& field) {
@@ -155,21 +158,23 @@ torch::Tensor StreamableConv1dImpl::pad(const torch::Tensor& x, int64_t left, in
   return x;
 }
 
-torch::Tensor StreamableConv1dImpl::convolve(const torch::Tensor& padded) const {
-  torch::Tensor y = conv->forward(padded);
+torch::Tensor StreamableConv1dImpl::convolve(const torch::Tensor& padded,
+                                             const Pointwise& before) const {
+  torch::Tensor y = conv->forward(padded, before);
   return norm ? norm->forward(y) : y;
 }
 
-torch::Tensor StreamableConv1dImpl::forward(const torch::Tensor& x) const {
+torch::Tensor StreamableConv1dImpl::forward(const torch::Tensor& x, const Pointwise& before) const {
   check_input(x, options_.in_channels, "StreamableConv1d");
   const int64_t p = options_.padding_total(), extra = options_.extra_padding(x.size(-1));
-  if (options_.causal) return convolve(pad(x, p, extra));
+  if (options_.causal) return convolve(pad(x, p, extra), before);
   // Odd padding puts the extra sample on the left, as transformers does.
   const int64_t right = p / 2;
-  return convolve(pad(x, p - right, right + extra));
+  return convolve(pad(x, p - right, right + extra), before);
 }
 
-torch::Tensor StreamableConv1dImpl::step(const torch::Tensor& x, Conv1dStreamState& state) const {
+torch::Tensor StreamableConv1dImpl::step(const torch::Tensor& x, Conv1dStreamState& state,
+                                         const Pointwise& before) const {
   ALTO_CHECK_AS(Unsupported, options_.causal && options_.norm != ConvNorm::kTimeGroupNorm,
                 "StreamableConv1d: only causal convolutions without time_group_norm stream");
   check_input(x, options_.in_channels, "StreamableConv1d.step");
@@ -188,20 +193,21 @@ torch::Tensor StreamableConv1dImpl::step(const torch::Tensor& x, Conv1dStreamSta
   const int64_t have = state.pending.size(-1);
   const int64_t frames = have >= k ? (have - k) / options_.stride + 1 : 0;
   if (frames == 0) return empty_frames(x, options_.out_channels);
-  torch::Tensor y = convolve(state.pending.narrow(-1, 0, (frames - 1) * options_.stride + k));
+  torch::Tensor y =
+      convolve(state.pending.narrow(-1, 0, (frames - 1) * options_.stride + k), before);
   const int64_t consumed = frames * options_.stride;
   state.pending = state.pending.narrow(-1, consumed, have - consumed).clone();
   return y;
 }
 
-torch::Tensor StreamableConv1dImpl::flush(Conv1dStreamState& state) const {
+torch::Tensor StreamableConv1dImpl::flush(Conv1dStreamState& state, const Pointwise& before) const {
   if (!state.pending.defined()) return {};
   // A signal too short to start streaming has produced nothing yet: the offline pass over it
   // is the whole answer.
   if (!state.started) {
     torch::Tensor whole = state.pending;
     state.pending = torch::Tensor();
-    return forward(whole);
+    return forward(whole, before);
   }
   const int64_t extra = options_.extra_padding(state.input_length);
   ALTO_CHECK_AS(
@@ -213,7 +219,7 @@ torch::Tensor StreamableConv1dImpl::flush(Conv1dStreamState& state) const {
   state.pending = torch::Tensor();
   const int64_t k = options_.effective_kernel_size();
   if (padded.size(-1) < k) return empty_frames(padded, options_.out_channels);
-  return convolve(padded);
+  return convolve(padded, before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -264,16 +270,18 @@ StreamableConvTranspose1dImpl::StreamableConvTranspose1dImpl(
     norm = register_module("norm", GroupNorm(o.out_channels, o.norm_eps, tensor_options));
 }
 
-torch::Tensor StreamableConvTranspose1dImpl::forward(const torch::Tensor& x) const {
+torch::Tensor StreamableConvTranspose1dImpl::forward(const torch::Tensor& x,
+                                                     const Pointwise& before) const {
   check_input(x, options_.in_channels, "StreamableConvTranspose1d");
-  torch::Tensor y = conv->forward(x);
+  torch::Tensor y = conv->forward(x, before);
   if (norm) y = norm->forward(y);
   const int64_t left = options_.padding_left(), right = options_.padding_right();
   return y.narrow(-1, left, y.size(-1) - left - right);
 }
 
 torch::Tensor StreamableConvTranspose1dImpl::step(const torch::Tensor& x,
-                                                  ConvTranspose1dStreamState& state) const {
+                                                  ConvTranspose1dStreamState& state,
+                                                  const Pointwise& before) const {
   ALTO_CHECK_AS(Unsupported, options_.causal && options_.norm != ConvNorm::kTimeGroupNorm,
                 "StreamableConvTranspose1d: only causal transposed convolutions without "
                 "time_group_norm stream");
@@ -283,7 +291,7 @@ torch::Tensor StreamableConvTranspose1dImpl::step(const torch::Tensor& x,
   if (frames == 0) return empty_frames(x, options_.out_channels);
   // Each frame writes kernel_size samples from frame * stride on: all but the last
   // padding_total samples are final once this chunk is in; those overlap the next frame.
-  torch::Tensor y = conv->forward_without_bias(x);
+  torch::Tensor y = conv->forward_without_bias(x, before);
   if (state.tail.defined()) y.narrow(-1, 0, p).add_(state.tail);
   state.tail = y.narrow(-1, frames * s, p).clone();
   torch::Tensor out = y.narrow(-1, 0, frames * s);
@@ -396,7 +404,7 @@ torch::Tensor SeanetLstmImpl::step(const torch::Tensor& x, LstmStreamState& stat
   return run(x, &state);
 }
 
-torch::Tensor EluImpl::forward(const torch::Tensor& x) const { return torch::elu(x); }
+torch::Tensor EluImpl::forward(const torch::Tensor& x) const { return apply_elu(x); }
 
 // ---------------------------------------------------------------------------------------------
 
@@ -493,7 +501,7 @@ SeanetResnetBlockImpl::SeanetResnetBlockImpl(const SeanetOptions& o, int64_t dim
 
 torch::Tensor SeanetResnetBlockImpl::forward(const torch::Tensor& x) const {
   torch::Tensor y = x;
-  for (const auto& conv : convs_) y = conv->forward(torch::elu(y));
+  for (const auto& conv : convs_) y = conv->forward(y, apply_elu);
   return (shortcut ? shortcut->forward(x) : x) + y;
 }
 
@@ -518,15 +526,15 @@ torch::Tensor SeanetResnetBlockImpl::add_residual(const torch::Tensor& skip, con
 torch::Tensor SeanetResnetBlockImpl::step(const torch::Tensor& x,
                                           SeanetResnetBlockStreamState& state) const {
   torch::Tensor y = x;
-  for (size_t i = 0; i < convs_.size(); ++i) y = convs_[i]->step(torch::elu(y), state.convs[i]);
+  for (size_t i = 0; i < convs_.size(); ++i) y = convs_[i]->step(y, state.convs[i], apply_elu);
   return add_residual(shortcut ? shortcut->step(x, state.shortcut) : x, y, state);
 }
 
 torch::Tensor SeanetResnetBlockImpl::flush(SeanetResnetBlockStreamState& state) const {
   torch::Tensor y;
   for (size_t i = 0; i < convs_.size(); ++i) {
-    torch::Tensor stepped = y.defined() ? convs_[i]->step(torch::elu(y), state.convs[i]) : y;
-    y = join({stepped, convs_[i]->flush(state.convs[i])});
+    torch::Tensor stepped = y.defined() ? convs_[i]->step(y, state.convs[i], apply_elu) : y;
+    y = join({stepped, convs_[i]->flush(state.convs[i], apply_elu)});
   }
   return add_residual(shortcut ? shortcut->flush(state.shortcut) : torch::Tensor(), y, state);
 }
@@ -552,7 +560,8 @@ SeanetStackImpl::SeanetStackImpl(const SeanetOptions& options) : options_(option
 void SeanetStackImpl::add(const std::shared_ptr<torch::nn::Module>& module) {
   Layer layer{Kind::kElu};
   if (auto conv = std::dynamic_pointer_cast<StreamableConv1dImpl>(module)) {
-    layer = {Kind::kConv, StreamableConv1d(conv)};
+    layer.kind = Kind::kConv;
+    layer.conv = StreamableConv1d(conv);
   } else if (auto convtr = std::dynamic_pointer_cast<StreamableConvTranspose1dImpl>(module)) {
     layer.kind = Kind::kConvTranspose;
     layer.conv_transpose = StreamableConvTranspose1d(convtr);
@@ -563,8 +572,15 @@ void SeanetStackImpl::add(const std::shared_ptr<torch::nn::Module>& module) {
     layer.kind = Kind::kResnetBlock;
     layer.block = SeanetResnetBlock(block);
   }
+  if ((layer.kind == Kind::kConv || layer.kind == Kind::kConvTranspose) && !stack_.empty() &&
+      stack_.back().kind == Kind::kElu)
+    stack_.back().folded_elu = layer.folded_elu = true;
   layers->push_back(module);
   stack_.push_back(layer);
+}
+
+Pointwise SeanetStackImpl::before(const Layer& layer) {
+  return layer.folded_elu ? Pointwise(apply_elu) : Pointwise();
 }
 
 torch::Tensor SeanetStackImpl::forward(const torch::Tensor& x) const {
@@ -572,10 +588,10 @@ torch::Tensor SeanetStackImpl::forward(const torch::Tensor& x) const {
   for (const auto& layer : stack_) {
     switch (layer.kind) {
       case Kind::kConv:
-        y = layer.conv->forward(y);
+        y = layer.conv->forward(y, before(layer));
         break;
       case Kind::kConvTranspose:
-        y = layer.conv_transpose->forward(y);
+        y = layer.conv_transpose->forward(y, before(layer));
         break;
       case Kind::kLstm:
         y = layer.lstm->forward(y);
@@ -584,7 +600,7 @@ torch::Tensor SeanetStackImpl::forward(const torch::Tensor& x) const {
         y = layer.block->forward(y);
         break;
       case Kind::kElu:
-        y = torch::elu(y);
+        if (!layer.folded_elu) y = apply_elu(y);
         break;
     }
   }
@@ -606,15 +622,15 @@ torch::Tensor SeanetStackImpl::step_layer(const Layer& layer, const torch::Tenso
                                           SeanetLayerStreamState& state) const {
   switch (layer.kind) {
     case Kind::kConv:
-      return layer.conv->step(x, state.conv);
+      return layer.conv->step(x, state.conv, before(layer));
     case Kind::kConvTranspose:
-      return layer.conv_transpose->step(x, state.conv_transpose);
+      return layer.conv_transpose->step(x, state.conv_transpose, before(layer));
     case Kind::kLstm:
       return layer.lstm->step(x, state.lstm);
     case Kind::kResnetBlock:
       return layer.block->step(x, state.block);
     case Kind::kElu:
-      return torch::elu(x);
+      return layer.folded_elu ? x : apply_elu(x);
   }
   return x;
 }
@@ -637,7 +653,7 @@ torch::Tensor SeanetStackImpl::flush(SeanetStreamState& state) const {
     torch::Tensor stepped = y.defined() ? step_layer(layer, y, s) : y;
     switch (layer.kind) {
       case Kind::kConv:
-        y = join({stepped, layer.conv->flush(s.conv)});
+        y = join({stepped, layer.conv->flush(s.conv, before(layer))});
         break;
       case Kind::kConvTranspose:
         y = join({stepped, layer.conv_transpose->flush(s.conv_transpose)});

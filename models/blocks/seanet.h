@@ -93,13 +93,17 @@ class StreamableConv1dImpl : public torch::nn::Module {
   StreamableConv1dImpl(const StreamableConv1dOptions& options,
                        const torch::TensorOptions& tensor_options);
   /// x: [batch, in_channels, time] -> [batch, out_channels, ceil(time / stride)] (offline).
-  torch::Tensor forward(const torch::Tensor& x) const;
+  /// `before`: a pointwise activation of the input that maps 0 to 0 (so it commutes with the
+  /// padding), run on each input tile in cache (Conv1d's).
+  torch::Tensor forward(const torch::Tensor& x, const Pointwise& before = {}) const;
   /// Causal only (alto::Unsupported otherwise): new samples [batch, in_channels, n], n >= 0 ->
-  /// the output frames they complete [batch, out_channels, t], t >= 0.
-  torch::Tensor step(const torch::Tensor& x, Conv1dStreamState& state) const;
+  /// the output frames they complete [batch, out_channels, t], t >= 0. The state keeps the
+  /// samples before `before`: pass the same one on every call.
+  torch::Tensor step(const torch::Tensor& x, Conv1dStreamState& state,
+                     const Pointwise& before = {}) const;
   /// Ends the signal: the frames the offline extra padding completes. The state is spent
   /// (reset it before reuse).
-  torch::Tensor flush(Conv1dStreamState& state) const;
+  torch::Tensor flush(Conv1dStreamState& state, const Pointwise& before = {}) const;
 
   const StreamableConv1dOptions& options() const { return options_; }
 
@@ -108,7 +112,7 @@ class StreamableConv1dImpl : public torch::nn::Module {
 
  private:
   torch::Tensor pad(const torch::Tensor& x, int64_t left, int64_t right) const;
-  torch::Tensor convolve(const torch::Tensor& padded) const;
+  torch::Tensor convolve(const torch::Tensor& padded, const Pointwise& before) const;
   StreamableConv1dOptions options_;
 };
 TORCH_MODULE(StreamableConv1d);
@@ -146,10 +150,12 @@ class StreamableConvTranspose1dImpl : public torch::nn::Module {
  public:
   StreamableConvTranspose1dImpl(const StreamableConvTranspose1dOptions& options,
                                 const torch::TensorOptions& tensor_options);
-  /// x: [batch, in_channels, time] -> [batch, out_channels, time * stride] (offline).
-  torch::Tensor forward(const torch::Tensor& x) const;
+  /// x: [batch, in_channels, time] -> [batch, out_channels, time * stride] (offline);
+  /// `before` as StreamableConv1d's.
+  torch::Tensor forward(const torch::Tensor& x, const Pointwise& before = {}) const;
   /// Causal only: new frames [batch, in_channels, t] -> the output samples now final.
-  torch::Tensor step(const torch::Tensor& x, ConvTranspose1dStreamState& state) const;
+  torch::Tensor step(const torch::Tensor& x, ConvTranspose1dStreamState& state,
+                     const Pointwise& before = {}) const;
   /// Ends the signal: the part of the tail the offline pass keeps (trim_right_ratio < 1).
   torch::Tensor flush(ConvTranspose1dStreamState& state) const;
 
@@ -302,6 +308,10 @@ class SeanetStackImpl : public torch::nn::Module {
   enum class Kind { kConv, kConvTranspose, kLstm, kResnetBlock, kElu };
   struct Layer {
     Kind kind;
+    /// An ELU folded into the convolution after it (a new whole activation per ELU costs page
+    /// faults): set on both, the ELU passes its input on, the convolution applies the ELU to
+    /// its input tile by tile.
+    bool folded_elu = false;
     StreamableConv1d conv{nullptr};
     StreamableConvTranspose1d conv_transpose{nullptr};
     SeanetLstm lstm{nullptr};
@@ -309,6 +319,7 @@ class SeanetStackImpl : public torch::nn::Module {
   };
   torch::Tensor step_layer(const Layer& layer, const torch::Tensor& x,
                            SeanetLayerStreamState& state) const;
+  static Pointwise before(const Layer& layer);
   std::vector<Layer> stack_;
 };
 

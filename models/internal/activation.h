@@ -10,15 +10,15 @@
 namespace alto::models::kernels {
 
 /// blocks::Activation, spelled here so that kernels depend on nothing above them: GELU (erf),
-/// GELU's tanh approximation, ReLU, SiLU.
-enum class Activation { kGelu, kGeluTanh, kRelu, kSilu };
+/// GELU's tanh approximation, ReLU, SiLU, ELU (alpha 1, the SEANets').
+enum class Activation { kGelu, kGeluTanh, kRelu, kSilu, kElu };
 
 /// Whether activate() and activate_() take x: a float32 CPU tensor, contiguous.
 bool activation_fits(const torch::Tensor& x);
 
 /// activation(x + bias) for x [..., n] and bias [n] float32, or undefined for none (callers
 /// check activation_fits(x)). GELU's erf within 1.5e-7 (Abramowitz and Stegun 7.1.26, as
-/// PyTorch's vectorised erf), e^x within about one ulp.
+/// PyTorch's vectorised erf), e^x within about one ulp, ELU's e^x - 1 within about two.
 torch::Tensor activate(const torch::Tensor& x, const torch::Tensor& bias, Activation activation);
 /// The same, written over x.
 void activate_(const torch::Tensor& x, const torch::Tensor& bias, Activation activation);

@@ -1,6 +1,6 @@
-// models/internal/activation: GELU (erf and tanh), ReLU and SiLU with and without a bias against
-// the functions in float64, on every instruction-set path and thread count, rows off the vector
-// width; wrong operands are errors.
+// models/internal/activation: GELU (erf and tanh), ReLU, SiLU and ELU with and without a bias
+// against the functions in float64, on every instruction-set path and thread count, rows off the
+// vector width; wrong operands are errors.
 
 #include <torch/torch.h>
 
@@ -23,6 +23,7 @@ torch::Tensor reference(const torch::Tensor& x, Activation activation) {
   if (activation == Activation::kGeluTanh)
     return 0.5 * x * (1 + torch::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x.pow(3))));
   if (activation == Activation::kRelu) return x.clamp_min(0);
+  if (activation == Activation::kElu) return torch::where(x > 0, x, torch::expm1(x));
   return x * torch::sigmoid(x);
 }
 
@@ -43,7 +44,8 @@ TEST_CASE("activations equal the float64 functions on every path", "[activation]
         x.view(-1)[x.numel() - 1] = 0.0f;
         const torch::Tensor bias = torch::randn({columns});
         for (const Activation activation :
-             {Activation::kGelu, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu}) {
+             {Activation::kGelu, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu,
+              Activation::kElu}) {
           INFO("isa " << static_cast<int>(isa) << " threads " << thread_count << " shape " << rows
                       << "x" << columns << " activation " << static_cast<int>(activation));
           for (const bool with_bias : {false, true}) {
@@ -65,11 +67,27 @@ TEST_CASE("activations equal the float64 functions on every path", "[activation]
       }
 }
 
+TEST_CASE("ELU keeps e^x - 1 exact near zero and saturates at -1", "[activation]") {
+  // Where e^x - 1 would cancel (|x| < ln2 / 2) the error must stay relative to the value itself.
+  const torch::Tensor x = -torch::logspace(-9, 2.5, 4001, 10, torch::kFloat64);
+  const torch::Tensor expected = torch::expm1(x);
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512}) {
+    const Isa previous = limit_isa(isa);
+    INFO("isa " << static_cast<int>(isa));
+    const torch::Tensor y = activate(x.to(torch::kFloat32), {}, Activation::kElu);
+    const torch::Tensor error = (y.to(torch::kFloat64) - expected).abs();
+    REQUIRE(error.le(2.5e-7 * expected.abs()).all().item<bool>());
+    REQUIRE(activate(torch::tensor({-100.0f, -1e30f}), {}, Activation::kElu)
+                .equal(torch::tensor({-1.0f, -1.0f})));
+    limit_isa(previous);
+  }
+}
+
 TEST_CASE("activations keep NaN and take an empty tensor", "[activation]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const torch::Tensor x = torch::tensor({nan, 1.0f, nan});
-  for (const Activation activation :
-       {Activation::kGelu, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu}) {
+  for (const Activation activation : {Activation::kGelu, Activation::kGeluTanh, Activation::kRelu,
+                                      Activation::kSilu, Activation::kElu}) {
     const torch::Tensor y = activate(x, {}, activation);
     REQUIRE(std::isnan(y[0].item<float>()));
     REQUIRE(std::isnan(y[2].item<float>()));
