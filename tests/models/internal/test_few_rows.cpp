@@ -15,28 +15,36 @@
 
 using namespace alto::models::kernels;  // NOLINT
 
-TEST_CASE("linear_few_rows and matmul_few_rows equal torch", "[few_rows]") {
+TEST_CASE("linear_few_rows and matmul_few_rows equal torch on every path", "[few_rows]") {
   torch::manual_seed(5);
-  for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
-    for (const auto& [in, out] :
-         {std::pair<int64_t, int64_t>{512, 1536}, {37, 5}, {16, 3}, {7, 19}, {1, 1}, {8192, 33}}) {
-      INFO("rows " << rows << " in " << in << " out " << out);
-      const torch::Tensor x = torch::randn({rows, in});
-      const torch::Tensor w = torch::randn({out, in});
-      const torch::Tensor b = torch::randn({out});
-      REQUIRE(few_rows(x));
-      const double atol = 1e-4 * std::sqrt(static_cast<double>(in));
-      alto::test::require_close(linear_few_rows(x, w, b), torch::linear(x, w, b), atol, 1e-5,
-                                std::nullopt, "linear with bias");
-      alto::test::require_close(linear_few_rows(x, w, {}), torch::linear(x, w), atol, 1e-5,
-                                std::nullopt, "linear");
-      const torch::Tensor wt = torch::randn({in, out});
-      alto::test::require_close(matmul_few_rows(x, wt), torch::mm(x, wt), atol, 1e-5, std::nullopt,
-                                "matmul");
-      // Non-contiguous operands are taken as their values.
-      alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt), atol,
-                                1e-5, std::nullopt, "matmul, transposed view");
-    }
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512})
+    for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
+      for (const auto& [in, out] : {std::pair<int64_t, int64_t>{512, 1536},
+                                    {37, 5},
+                                    {16, 3},
+                                    {7, 19},
+                                    {1, 1},
+                                    {8192, 33},
+                                    {100, 40}}) {
+        const Isa previous = limit_isa(isa);
+        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " in " << in << " out " << out);
+        const torch::Tensor x = torch::randn({rows, in});
+        const torch::Tensor w = torch::randn({out, in});
+        const torch::Tensor b = torch::randn({out});
+        REQUIRE(few_rows(x));
+        const double atol = 1e-4 * std::sqrt(static_cast<double>(in));
+        alto::test::require_close(linear_few_rows(x, w, b), torch::linear(x, w, b), atol, 1e-5,
+                                  std::nullopt, "linear with bias");
+        alto::test::require_close(linear_few_rows(x, w, {}), torch::linear(x, w), atol, 1e-5,
+                                  std::nullopt, "linear");
+        const torch::Tensor wt = torch::randn({in, out});
+        alto::test::require_close(matmul_few_rows(x, wt), torch::mm(x, wt), atol, 1e-5,
+                                  std::nullopt, "matmul");
+        // Non-contiguous operands are taken as their values.
+        alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt),
+                                  atol, 1e-5, std::nullopt, "matmul, transposed view");
+        limit_isa(previous);
+      }
 }
 
 TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
@@ -46,8 +54,7 @@ TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
     const Isa previous = limit_isa(isa);
     for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
       for (const auto& [in, out] : {std::pair<int64_t, int64_t>{1024, 5000}, {37, 5}, {64, 33}}) {
-        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " in " << in << " out "
-                    << out);
+        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " in " << in << " out " << out);
         const torch::Tensor x = torch::randn({rows, in}).to(torch::kBFloat16);
         const torch::Tensor w = torch::randn({out, in}).to(torch::kBFloat16);
         const torch::Tensor b = torch::randn({out}).to(torch::kBFloat16);
