@@ -1,5 +1,5 @@
-// models/blocks/mlp: the gated (SwiGLU) and plain MLPs against their definitions, and
-// blocks::linear with an activation against torch::linear and the activation.
+// models/blocks/mlp: the gated (SwiGLU) and plain MLPs against their definitions, blocks::linear
+// with an activation against torch::linear and the activation, and blocks::activate on views.
 
 #include <torch/torch.h>
 
@@ -16,6 +16,7 @@ torch::Tensor activate_reference(const torch::Tensor& x, const std::string& name
   if (name == "gelu") return torch::gelu(x);
   if (name == "gelu tanh") return torch::gelu(x, "tanh");
   if (name == "relu") return torch::relu(x);
+  if (name == "elu") return torch::elu(x);
   return torch::silu(x);
 }
 
@@ -73,4 +74,29 @@ TEST_CASE("linear with an activation is the activation of the linear layer on ev
         CHECK(y16.scalar_type() == torch::kBFloat16);
         CHECK(torch::allclose(y16.to(torch::kFloat32), expected, 0.05, 0.1));
       }
+}
+
+TEST_CASE("activate takes strided views without touching them, and other dtypes",
+          "[models][blocks][mlp]") {
+  torch::manual_seed(2);
+  const std::vector<std::pair<Activation, std::string>> activations = {
+      {Activation::kGelu, "gelu"},
+      {Activation::kGeluTanh, "gelu tanh"},
+      {Activation::kRelu, "relu"},
+      {Activation::kSilu, "silu"},
+      {Activation::kElu, "elu"}};
+  const torch::Tensor base = torch::randn({2, 8, 30}) * 3;
+  // A convolution's time tile (narrowed last axis) and a transposed view.
+  for (const torch::Tensor& x : {base.narrow(-1, 3, 20), base.transpose(1, 2)})
+    for (const auto& [activation, name] : activations) {
+      INFO(name << " contiguous " << x.is_contiguous());
+      const torch::Tensor before = base.clone();
+      const torch::Tensor y = activate(x, activation);
+      CHECK(y.sizes() == x.sizes());
+      CHECK(torch::allclose(y, activate_reference(x, name), 1e-5, 1e-6));
+      CHECK(torch::equal(base, before));
+      const torch::Tensor y16 = activate(x.to(torch::kBFloat16), activation);
+      CHECK(y16.scalar_type() == torch::kBFloat16);
+      CHECK(torch::allclose(y16.to(torch::kFloat32), activate_reference(x, name), 0.05, 0.05));
+    }
 }
