@@ -194,13 +194,13 @@ CodebookEntry encodec_codebook() {
     buffer(codebook, "embed_avg", {n, d}, t);
   };
   e.prepare = [](torch::nn::Module&, CodebookStage& stage, const ResidualVectorQuantizerOptions&) {
-    stage.search = stage.codewords.t();
-    stage.search_norms = stage.search.pow(2).sum(0, /*keepdim=*/true);
+    stage.search = stage.codewords;  // [codeword, d]: linear()'s weight
+    stage.search_norms = stage.search.t().pow(2).sum(0, /*keepdim=*/true);
   };
   e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
     // linear(): a streaming step's few rows read the codebook once.
     const torch::Tensor dist = -(x.pow(2).sum(1, /*keepdim=*/true) -
-                                 2 * blocks::linear(x, stage.codewords) + stage.search_norms);
+                                 2 * blocks::linear(x, stage.search) + stage.search_norms);
     return std::get<1>(dist.max(-1));
   };
   return e;
