@@ -5,10 +5,12 @@
 //
 // alto_bench_whisper MODEL_DIR INPUT.safetensors [--threads 1,2] [--repeat N]
 //     [--output OUT.safetensors] [--profile TRACE.json] [--decode-tokens N]
+//     [--dtype float32|bfloat16]
 //
 // INPUT holds `input_features` [1, num_mel_bins, 3000]. OUT receives `last_hidden_state` and, with
 // --decode-tokens, `tokens` and `logits` of the decoded steps. --profile writes a Chrome trace of
-// one encoder pass (libtorch's profiler) for the driver's time breakdown.
+// one encoder pass (libtorch's profiler) for the driver's time breakdown. --dtype loads the model
+// in that compute dtype (alto::LoadOptions); the input features are converted to it.
 
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
@@ -94,7 +96,8 @@ nlohmann::json gemm_report(const std::vector<int>& threads, int repeat) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: alto_bench_whisper MODEL_DIR INPUT.safetensors [--threads 1,2] "
-                 "[--repeat N] [--output OUT] [--profile TRACE] [--decode-tokens N]\n";
+                 "[--repeat N] [--output OUT] [--profile TRACE] [--decode-tokens N] "
+                 "[--dtype D]\n";
     return 1;
   }
   alto::keep_freed_memory();  // as the alto command does
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
     const std::string input_path = argv[2];
     std::vector<int> threads = {1, 2};
     int repeat = 3, decode_tokens = 0;
-    std::string output, profile;
+    std::string output, profile, dtype = "float32";
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--threads")
@@ -116,14 +119,19 @@ int main(int argc, char** argv) {
         profile = value;
       else if (flag == "--decode-tokens")
         decode_tokens = std::stoi(value);
+      else if (flag == "--dtype")
+        dtype = value;
       else
         throw alto::InvalidArgument("unknown option " + flag);
     }
     const auto t_load = Clock::now();
-    const alto::models::Whisper model = *alto::models::Whisper::from_pretrained(model_dir);
+    const alto::models::Whisper model =
+        *alto::models::Whisper::from_pretrained(model_dir, alto::LoadOptions::parse("cpu", dtype));
     const double load_s = seconds_since(t_load);
-    const torch::Tensor features =
-        alto::SafetensorsFile(input_path).tensor("input_features").contiguous();
+    const torch::Tensor features = alto::SafetensorsFile(input_path)
+                                       .tensor("input_features")
+                                       .to(model.load_options().dtype)
+                                       .contiguous();
 
     nlohmann::json out = {{"load_s", load_s}, {"blas_at_start", alto::blas_info().to_string()}};
     torch::Tensor hidden;

@@ -52,8 +52,8 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                            const torch::Tensor& v, const torch::Tensor& mask,
                                            double scale, torch::Tensor* weights = nullptr);
 
-/// The same with a described mask: float32 on the CPU without `weights` runs the fused kernel
-/// (models/internal/fused_attention.h), which never builds the [T, S] scores.
+/// The same with a described mask: float32 or bfloat16 on the CPU without `weights` runs the
+/// fused kernel (models/internal/fused_attention.h), which never builds the [T, S] scores.
 torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::Tensor& k,
                                            const torch::Tensor& v, const AttentionMask& mask,
                                            double scale, torch::Tensor* weights = nullptr);

@@ -55,6 +55,12 @@ torch::Tensor linear_then(const torch::Tensor& x, const torch::Tensor& weight,
     y = kernels::linear_int8(flat, weight, bias).view(sizes);
   } else if (same_dtype && kernels::few_rows(flat)) {
     y = kernels::linear_few_rows(flat, weight, bias).view(sizes);
+  } else if (same_dtype && x.is_cpu() && x.scalar_type() == torch::kBFloat16 &&
+             kernels::widen_bfloat16_products()) {
+    // float32 GEMMs; the sums rounded to bfloat16 once, after the activation.
+    y = kernels::linear_bfloat16_in_float32(flat, weight, bias);
+    if (activation) kernels::activate_(y, {}, kernel_activation(*activation));
+    return y.to(torch::kBFloat16).view(sizes);
   } else if (same_dtype && activation && x.is_cpu() && x.scalar_type() == torch::kFloat32) {
     // libtorch's addmm copies the bias into the output before the product: the product alone,
     // then the bias with the activation in one pass while the rows are warm.

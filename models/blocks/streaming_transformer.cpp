@@ -252,12 +252,13 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
   // tensor operations cost more than its weights take to read (layers/few_rows.h).
   const bool raw_rows = cache && input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
                         batch * time <= kernels::kMaxFewRows;
-  // float32 on the CPU attends with the fused kernel, which skips the blocks outside the band:
-  // memory and work grow linearly with the length, not with its square. Elsewhere, a band mask
-  // over (query, key) positions; a single query needs none: the visible keys computed above
-  // are exactly its window.
-  const bool fused = input.is_cpu() && input.scalar_type() == torch::kFloat32 &&
-                     tensor_options_.dtype() == torch::kFloat32;
+  // float32 or bfloat16 on the CPU attends with the fused kernel, which skips the blocks outside
+  // the band: memory and work grow linearly with the length, not with its square. Elsewhere, a
+  // band mask over (query, key) positions; a single query needs none: the visible keys computed
+  // above are exactly its window.
+  const torch::ScalarType dtype = input.scalar_type();
+  const bool fused = input.is_cpu() && tensor_options_.dtype() == dtype &&
+                     (dtype == torch::kFloat32 || dtype == torch::kBFloat16);
   const kernels::AttentionBand band{true, window, start - first_visible};
   torch::Tensor mask;
   if (time > 1 && !raw_rows && !fused) {

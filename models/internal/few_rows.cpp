@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "alto/core/error.h"
 #include "alto/core/internal/blas.h"
@@ -41,48 +42,6 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
-// As linear_plain, OB weight rows at a time (OB streams from memory at once, as BLAS's GEMV
-// does), each read once, 8 floats at a time against every row of x.
-template <int R, int OB>
-__attribute__((target("avx2,fma"))) void linear_rows_avx2(const float* x, const float* w,
-                                                          const float* bias, float* y, int64_t in,
-                                                          int64_t ldy, int64_t o_end, int64_t o) {
-  const int64_t vector_end = in / 8 * 8;
-  __m256 acc[OB][R];
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < vector_end; i += 8) {
-    __m256 xs[R];
-    for (int r = 0; r < R; ++r) xs[r] = _mm256_loadu_ps(x + r * in + i);
-    for (int b = 0; b < OB; ++b) {
-      // The next block's rows: the hardware prefetcher stops at each 4 KiB page, which a
-      // 1024-float row fills.
-      if (o + OB + b < o_end)
-        _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
-      const __m256 wv = _mm256_loadu_ps(w + (o + b) * in + i);
-      for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(wv, xs[r], acc[b][r]);
-    }
-  }
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) {
-      float sum = horizontal_sum(acc[b][r]);
-      for (int64_t i = vector_end; i < in; ++i) sum += x[r * in + i] * w[(o + b) * in + i];
-      y[r * ldy + o + b] = sum + (bias ? bias[o + b] : 0.f);
-    }
-}
-
-template <int R>
-__attribute__((target("avx2,fma"))) void linear_avx2(const float* x, const float* w,
-                                                     const float* bias, float* y, int64_t in,
-                                                     int64_t ldy, int64_t o_begin, int64_t o_end) {
-  // 4 rows of w per pass while the accumulators fit the 16 vector registers.
-  constexpr int kBlock = R <= 2 ? 4 : 2;
-  int64_t o = o_begin;
-  for (; o + kBlock <= o_end; o += kBlock)
-    linear_rows_avx2<R, kBlock>(x, w, bias, y, in, ldy, o_end, o);
-  for (; o < o_end; ++o) linear_rows_avx2<R, 1>(x, w, bias, y, in, ldy, o_end, o);
-}
-
 // bfloat16: x, w, bias and y in bfloat16, products summed in float32, y rounded to nearest even
 // (as libtorch's bfloat16 linear). Three levels, chosen at run time.
 using c10::BFloat16;
@@ -103,28 +62,6 @@ void linear_bf16_plain(const BFloat16* x, const BFloat16* w, const BFloat16* bia
 __attribute__((target("avx2,fma"))) inline __m256 load_bf16x8(const BFloat16* p) {
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-}
-
-template <int R>
-__attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, const BFloat16* w,
-                                                          const BFloat16* bias, BFloat16* y,
-                                                          int64_t in, int64_t ldy, int64_t o_begin,
-                                                          int64_t o_end) {
-  const int64_t vector_end = in / 8 * 8;
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    const BFloat16* row = w + o * in;
-    __m256 acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-    for (int64_t i = 0; i < vector_end; i += 8) {
-      const __m256 wv = load_bf16x8(row + i);
-      for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(wv, load_bf16x8(x + r * in + i), acc[r]);
-    }
-    for (int r = 0; r < R; ++r) {
-      float sum = horizontal_sum(acc[r]);
-      for (int64_t i = vector_end; i < in; ++i) sum += float(x[r * in + i]) * float(row[i]);
-      y[r * ldy + o] = BFloat16(sum + (bias ? float(bias[o]) : 0.f));
-    }
-  }
 }
 
 // AVX-512 BF16: one vdpbf16ps multiplies 32 bfloat16 pairs and adds them in float32 pairs.
@@ -167,24 +104,6 @@ void linear_int8_plain(const float* x, const int8_t* w, const float* scale, cons
   }
 }
 
-// acc[b][r] += x[r, i + 8k ..] * rows[b, i + 8k ..] for k < count: eight int8 weights widened
-// to eight floats per vector.
-template <int R, int OB>
-__attribute__((target("avx2,fma"))) inline void int8_vectors_avx2(const float* x,
-                                                                  const int8_t* rows, int64_t in,
-                                                                  int64_t i, int count,
-                                                                  __m256 (&acc)[OB][R]) {
-  for (int k = 0; k < count; ++k, i += 8) {
-    __m256 xs[R];
-    for (int r = 0; r < R; ++r) xs[r] = _mm256_loadu_ps(x + r * in + i);
-    for (int b = 0; b < OB; ++b) {
-      const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows + b * in + i));
-      const __m256 wv = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
-      for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(wv, xs[r], acc[b][r]);
-    }
-  }
-}
-
 // The same, sixteen weights to a vector.
 template <int R, int OB>
 __attribute__((target("avx512f"))) inline void int8_vectors_avx512(const float* x,
@@ -202,33 +121,85 @@ __attribute__((target("avx512f"))) inline void int8_vectors_avx512(const float* 
   }
 }
 
-// OB weight rows at a time, a 64-byte line of each per pass, the next block's lines prefetched
-// (eight rows streaming at once ran a 136 MB matrix at 25 GB/s where four ran at 15).
-template <int R, int OB>
-__attribute__((target("avx2,fma"))) void linear_int8_rows_avx2(const float* x, const int8_t* w,
-                                                               const float* scale,
-                                                               const float* bias, float* y,
-                                                               int64_t in, int64_t ldy,
-                                                               int64_t o_end, int64_t o) {
-  const int64_t line_end = in / 64 * 64, vector_end = in / 8 * 8;
+// Eight weights as eight floats.
+__attribute__((target("avx2,fma"))) inline __m256 widen8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2,fma"))) inline __m256 widen8(const BFloat16* p) {
+  return load_bf16x8(p);
+}
+__attribute__((target("avx2,fma"))) inline __m256 widen8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+
+// acc[b][r] += x[r, i + 8k ..] * rows[b, i + 8k ..] for k < count.
+template <int R, int OB, typename W>
+__attribute__((target("avx2,fma"))) inline void weight_vectors_avx2(const float* x, const W* rows,
+                                                                    int64_t in, int64_t i,
+                                                                    int64_t count,
+                                                                    __m256 (&acc)[OB][R]) {
+  for (int64_t k = 0; k < count; ++k, i += 8) {
+    __m256 xs[R];
+    for (int r = 0; r < R; ++r) xs[r] = _mm256_loadu_ps(x + r * in + i);
+    for (int b = 0; b < OB; ++b) {
+      const __m256 wv = widen8(rows + b * in + i);
+      for (int r = 0; r < R; ++r) acc[b][r] = _mm256_fmadd_ps(wv, xs[r], acc[b][r]);
+    }
+  }
+}
+
+// sums[b][r] = x[r] . w[o + b] for OB weight rows at a time (float32, bfloat16 or int8 weights,
+// float32 x), a 64-byte line of each per pass, the next block's lines prefetched: eight rows
+// streaming at once ran a 136 MB int8 matrix at 25 GB/s where four ran at 15.
+template <int R, int OB, typename W>
+__attribute__((target("avx2,fma"))) void weight_rows_avx2(const float* x, const W* w, int64_t in,
+                                                          int64_t o_end, int64_t o,
+                                                          float (&sums)[OB][R]) {
+  constexpr int64_t kLine = 64 / sizeof(W);
+  const int64_t line_end = in / kLine * kLine, vector_end = in / 8 * 8;
   const bool prefetch = o + 2 * OB <= o_end;
   __m256 acc[OB][R];
   for (int b = 0; b < OB; ++b)
     for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i < line_end; i += 64) {
+  for (; i < line_end; i += kLine) {
     if (prefetch)
       for (int b = 0; b < OB; ++b)
         _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
-    int8_vectors_avx2<R, OB>(x, w + o * in, in, i, 8, acc);
+    weight_vectors_avx2<R, OB>(x, w + o * in, in, i, kLine / 8, acc);
   }
-  int8_vectors_avx2<R, OB>(x, w + o * in, in, i, static_cast<int>((vector_end - i) / 8), acc);
+  weight_vectors_avx2<R, OB>(x, w + o * in, in, i, (vector_end - i) / 8, acc);
   for (int b = 0; b < OB; ++b)
     for (int r = 0; r < R; ++r) {
       float sum = horizontal_sum(acc[b][r]);
       for (int64_t t = vector_end; t < in; ++t) sum += x[r * in + t] * float(w[(o + b) * in + t]);
-      y[r * ldy + o + b] = sum * scale[o + b] + (bias ? bias[o + b] : 0.f);
+      sums[b][r] = sum;
     }
+}
+
+// sums[r * ld + o - o_begin] = x[r] . w[o] for the outputs [o_begin, o_end), as many weight rows
+// at a time as the 16 vector registers hold accumulators for. Callers apply scales and biases
+// in one loop afterwards, so that every output is rounded alike however the outputs were
+// split into blocks and threads.
+template <int R, typename W>
+__attribute__((target("avx2,fma"))) void weight_products_avx2(const float* x, const W* w,
+                                                              int64_t in, int64_t o_begin,
+                                                              int64_t o_end, float* sums,
+                                                              int64_t ld) {
+  constexpr int kBlock = R == 1 ? 8 : R == 2 ? 4 : 2;
+  int64_t o = o_begin;
+  for (; o + kBlock <= o_end; o += kBlock) {
+    float block[kBlock][R];
+    weight_rows_avx2<R, kBlock>(x, w, in, o_end, o, block);
+    for (int b = 0; b < kBlock; ++b)
+      for (int r = 0; r < R; ++r) sums[r * ld + o + b - o_begin] = block[b][r];
+  }
+  for (; o < o_end; ++o) {
+    float one[1][R];
+    weight_rows_avx2<R, 1>(x, w, in, o_end, o, one);
+    for (int r = 0; r < R; ++r) sums[r * ld + o - o_begin] = one[0][r];
+  }
 }
 
 template <int R>
@@ -236,12 +207,35 @@ __attribute__((target("avx2,fma"))) void linear_int8_avx2(const float* x, const 
                                                           const float* scale, const float* bias,
                                                           float* y, int64_t in, int64_t ldy,
                                                           int64_t o_begin, int64_t o_end) {
-  // As many rows as the 16 vector registers hold accumulators for.
-  constexpr int kBlock = R == 1 ? 8 : R == 2 ? 4 : 2;
-  int64_t o = o_begin;
-  for (; o + kBlock <= o_end; o += kBlock)
-    linear_int8_rows_avx2<R, kBlock>(x, w, scale, bias, y, in, ldy, o_end, o);
-  for (; o < o_end; ++o) linear_int8_rows_avx2<R, 1>(x, w, scale, bias, y, in, ldy, o_end, o);
+  weight_products_avx2<R>(x, w, in, o_begin, o_end, y + o_begin, ldy);
+  for (int r = 0; r < R; ++r)
+    for (int64_t o = o_begin; o < o_end; ++o)
+      y[r * ldy + o] = y[r * ldy + o] * scale[o] + (bias ? bias[o] : 0.f);
+}
+
+template <int R>
+__attribute__((target("avx2,fma"))) void linear_avx2(const float* x, const float* w,
+                                                     const float* bias, float* y, int64_t in,
+                                                     int64_t ldy, int64_t o_begin, int64_t o_end) {
+  weight_products_avx2<R>(x, w, in, o_begin, o_end, y + o_begin, ldy);
+  if (bias)
+    for (int r = 0; r < R; ++r)
+      for (int64_t o = o_begin; o < o_end; ++o) y[r * ldy + o] += bias[o];
+}
+
+// x widened to float32 once; the sums rounded to bfloat16 after the bias.
+template <int R>
+__attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, const BFloat16* w,
+                                                          const BFloat16* bias, BFloat16* y,
+                                                          int64_t in, int64_t ldy, int64_t o_begin,
+                                                          int64_t o_end) {
+  const int64_t n = o_end - o_begin;
+  std::vector<float> widened(R * in), sums(R * n);
+  for (int64_t i = 0; i < R * in; ++i) widened[i] = float(x[i]);
+  weight_products_avx2<R>(widened.data(), w, in, o_begin, o_end, sums.data(), n);
+  for (int r = 0; r < R; ++r)
+    for (int64_t o = o_begin; o < o_end; ++o)
+      y[r * ldy + o] = BFloat16(sums[r * n + o - o_begin] + (bias ? float(bias[o]) : 0.f));
 }
 
 // As linear_int8_rows_avx2, sixteen weights to a vector.
@@ -514,6 +508,30 @@ bool is_int8(const torch::Tensor& weight) {
          weight.q_per_channel_axis() == 0;
 }
 
+namespace {
+
+// x [rows, in] float32 contiguous @ W^T -> float32 [rows, out], W [out, in] written into a float32
+// buffer block by block by widen(first_row, count, buffer): blocks of about 2 MB stay in cache
+// and each block's GEMM is written into its columns of y, so the float32 weight never exists
+// whole (a 151936-word head would be 545 MB per call, faulted in afresh).
+template <typename Widen>
+torch::Tensor gemm_on_widened_blocks(const torch::Tensor& x, int64_t out, const Widen& widen) {
+  const int64_t rows = x.size(0), in = x.size(1);
+  const int64_t block =
+      std::min(out, std::max<int64_t>(16, (int64_t{1} << 19) / std::max<int64_t>(in, 1)));
+  torch::Tensor buffer = torch::empty({block, in}, torch::kFloat32);
+  torch::Tensor y = torch::empty({rows, out}, torch::kFloat32);
+  for (int64_t o = 0; o < out; o += block) {
+    const int64_t n = std::min(block, out - o);
+    widen(o, n, buffer);
+    torch::Tensor columns = y.narrow(1, o, n);
+    torch::mm_out(columns, x, buffer.narrow(0, 0, n).t());
+  }
+  return y;
+}
+
+}  // namespace
+
 torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
                           const torch::Tensor& bias) {
   ALTO_CHECK(is_int8(weight) && weight.is_cpu(),
@@ -527,31 +545,45 @@ torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
                                  bias.numel() == weight.size(0)),
              "linear_int8: bias ", bias.sizes(), " does not fit weight ", weight.sizes());
   if (few_rows(x)) return linear_few_rows(x, weight, bias);
-  const int64_t rows = x.size(0), out = weight.size(0), in = weight.size(1);
-  const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
+  const int64_t in = weight.size(1);
+  const torch::Tensor wc = weight.contiguous();
   const torch::Tensor scales = weight.q_per_channel_scales().to(torch::kFloat32);
   const int8_t* q = static_cast<const int8_t*>(wc.data_ptr());
   const float* scale = scales.data_ptr<float>();
-  // Blocks of weight rows dequantized into a 2 MB buffer that stays in cache, each block's GEMM
-  // written into its columns of y: the float32 weight never exists whole (a 151936-word head
-  // would be 545 MB per call, faulted in afresh).
-  const int64_t block =
-      std::min(out, std::max<int64_t>(16, (int64_t{1} << 19) / std::max<int64_t>(in, 1)));
-  torch::Tensor buffer = torch::empty({block, in}, torch::kFloat32);
-  torch::Tensor y = torch::empty({rows, out}, torch::kFloat32);
-  float* dequantized = buffer.data_ptr<float>();
-  for (int64_t o = 0; o < out; o += block) {
-    const int64_t n = std::min(block, out - o);
-    for (int64_t r = 0; r < n; ++r) {
-      const float step = scale[o + r];
-      const int8_t* __restrict row = q + (o + r) * in;
-      float* __restrict to = dequantized + r * in;
-      for (int64_t i = 0; i < in; ++i) to[i] = step * static_cast<float>(row[i]);
-    }
-    torch::Tensor columns = y.narrow(1, o, n);
-    torch::mm_out(columns, xc, buffer.narrow(0, 0, n).t());
-  }
+  torch::Tensor y = gemm_on_widened_blocks(x.contiguous(), weight.size(0),
+                                           [&](int64_t o, int64_t n, torch::Tensor& buffer) {
+                                             float* dequantized = buffer.data_ptr<float>();
+                                             for (int64_t r = 0; r < n; ++r) {
+                                               const float step = scale[o + r];
+                                               const int8_t* __restrict row = q + (o + r) * in;
+                                               float* __restrict to = dequantized + r * in;
+                                               for (int64_t i = 0; i < in; ++i)
+                                                 to[i] = step * static_cast<float>(row[i]);
+                                             }
+                                           });
   if (bias.defined()) y.add_(bias);
+  return y;
+}
+
+bool widen_bfloat16_products() { return available_isa() < Isa::kAvx512Bf16; }
+
+torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight,
+                                         const torch::Tensor& bias) {
+  ALTO_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kBFloat16 && weight.is_cpu() &&
+                 x.dim() == 2 && x.scalar_type() == torch::kBFloat16 && x.is_cpu() &&
+                 x.size(1) == weight.size(1),
+             "linear_bfloat16_in_float32: x must be bfloat16 [rows, in] on CPU and weight "
+             "bfloat16 [out, in], got ",
+             x.sizes(), " ", x.scalar_type(), " and ", weight.sizes(), " ", weight.scalar_type());
+  ALTO_CHECK(!bias.defined() || (bias.scalar_type() == torch::kBFloat16 && bias.is_cpu() &&
+                                 bias.numel() == weight.size(0)),
+             "linear_bfloat16_in_float32: bias ", bias.sizes(), " does not fit weight ",
+             weight.sizes());
+  torch::Tensor y = gemm_on_widened_blocks(x.to(torch::kFloat32).contiguous(), weight.size(0),
+                                           [&](int64_t o, int64_t n, torch::Tensor& buffer) {
+                                             buffer.narrow(0, 0, n).copy_(weight.narrow(0, o, n));
+                                           });
+  if (bias.defined()) y.add_(bias.to(torch::kFloat32));
   return y;
 }
 

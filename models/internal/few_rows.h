@@ -51,6 +51,16 @@ bool is_int8(const torch::Tensor& weight);
 torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
                           const torch::Tensor& bias);
 
+/// Whether bfloat16 products of many rows run as float32 GEMMs (linear_bfloat16_in_float32):
+/// on CPUs without AVX-512 BF16, where libtorch's bfloat16 GEMM is a scalar loop (a whisper-base
+/// encoder window took 37 s, float32 1.2 s).
+bool widen_bfloat16_products();
+/// x [rows, in] @ weight^T + bias for bfloat16 x, weight [out, in] and bias [out] (or
+/// undefined), summed in float32 GEMMs on blocks of the weight widened in cache; the float32
+/// result, for the caller to round once (after an activation, if any).
+torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight,
+                                         const torch::Tensor& bias);
+
 /// x [rows, in] @ weight, weight [in, out] -> [rows, out] (float32).
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
 

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "alto/core/error.h"
@@ -26,15 +27,16 @@ constexpr int64_t kPackAbove = 8;
 // Packed key rows are padded to a multiple of this (two AVX-512 vectors).
 constexpr int64_t kPackWidth = 32;
 
-// Pointers and strides (in floats) of one call; see attend() in the kernel.
+// Pointers and strides (in elements) of one call; see attend() in the kernel. q, k and v are
+// float32 or bfloat16 alike; the packed keys and the output are float32.
 struct Problem {
-  const float* q;
+  const void* q;
   int64_t q_batch, q_head, q_time;
-  const float* k;
+  const void* k;
   int64_t k_batch, k_head, k_time;
   const float* kt;  // keys transposed [B, KVH, D, keys padded], or null
   int64_t kt_batch, kt_head, kt_row;
-  const float* v;
+  const void* v;
   int64_t v_batch, v_head, v_time;
   float* out;
   int64_t out_batch, out_head, out_time;
@@ -48,14 +50,25 @@ struct Problem {
 #include "alto/models/internal/per_isa.inc"
 #undef ALTO_KERNEL_FILE
 
+template <typename T>
+void attend(Isa isa, const Problem& p, int64_t first, int64_t last, float* scratch) {
+  if (isa >= Isa::kAvx512)
+    avx512::attend<T>(p, first, last, scratch);
+  else if (isa >= Isa::kAvx2)
+    avx2::attend<T>(p, first, last, scratch);
+  else
+    plain::attend<T>(p, first, last, scratch);
+}
+
 }  // namespace
 
 bool fused_attention_fits(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v) {
+  const torch::ScalarType dtype = q.scalar_type();
   return q.dim() == 4 && k.dim() == 4 && k.sizes() == v.sizes() && q.size(0) == k.size(0) &&
          q.size(3) == k.size(3) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 && q.size(2) > 0 &&
          k.size(2) > 0 && q.size(3) > 0 && q.is_cpu() && k.is_cpu() && v.is_cpu() &&
-         q.scalar_type() == torch::kFloat32 && k.scalar_type() == torch::kFloat32 &&
-         v.scalar_type() == torch::kFloat32 && q.layout() == torch::kStrided &&
+         (dtype == torch::kFloat32 || dtype == torch::kBFloat16) && k.scalar_type() == dtype &&
+         v.scalar_type() == dtype && q.layout() == torch::kStrided &&
          k.layout() == torch::kStrided && v.layout() == torch::kStrided;
 }
 
@@ -63,9 +76,10 @@ torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_
                               const torch::Tensor& v_in, double scale, const AttentionBand& band,
                               const torch::Tensor& key_padding) {
   ALTO_CHECK(fused_attention_fits(q_in, k_in, v_in),
-             "fused_attention: q must be float32 CPU [batch, heads, T, D] and k, v [batch, "
-             "kv_heads, S, D] with heads a multiple of kv_heads, got ",
-             q_in.sizes(), " ", q_in.scalar_type(), ", ", k_in.sizes(), ", ", v_in.sizes());
+             "fused_attention: q must be float32 or bfloat16 CPU [batch, heads, T, D] and k, v "
+             "[batch, kv_heads, S, D] of its dtype with heads a multiple of kv_heads, got ",
+             q_in.sizes(), " ", q_in.scalar_type(), ", ", k_in.sizes(), " ", k_in.scalar_type(),
+             ", ", v_in.sizes(), " ", v_in.scalar_type());
   // Seen by libtorch's profiler as an operator of its own (bench/whisper's time breakdown).
   RECORD_FUNCTION("alto::fused_attention", std::vector<c10::IValue>());
   ALTO_CHECK(band.window >= 0, "fused_attention: window must be >= 0, got ", band.window);
@@ -88,21 +102,22 @@ torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_
   torch::Tensor kt;
   if (queries > kPackAbove) {
     const int64_t padded = (keys + kPackWidth - 1) / kPackWidth * kPackWidth;
-    kt = torch::zeros({batch, kv_heads, head_dim, padded}, k.options());
+    kt = torch::zeros({batch, kv_heads, head_dim, padded}, k.options().dtype(torch::kFloat32));
     kt.narrow(3, 0, keys).copy_(k.transpose(2, 3));
   }
-  torch::Tensor out = torch::empty({batch, queries, heads, head_dim}, q.options());
+  torch::Tensor out =
+      torch::empty({batch, queries, heads, head_dim}, q.options().dtype(torch::kFloat32));
 
   Problem p{};
-  p.q = q.data_ptr<float>();
+  p.q = q.data_ptr();
   p.q_batch = q.stride(0), p.q_head = q.stride(1), p.q_time = q.stride(2);
-  p.k = k.data_ptr<float>();
+  p.k = k.data_ptr();
   p.k_batch = k.stride(0), p.k_head = k.stride(1), p.k_time = k.stride(2);
   if (kt.defined()) {
     p.kt = kt.data_ptr<float>();
     p.kt_batch = kt.stride(0), p.kt_head = kt.stride(1), p.kt_row = kt.stride(2);
   }
-  p.v = v.data_ptr<float>();
+  p.v = v.data_ptr();
   p.v_batch = v.stride(0), p.v_head = v.stride(1), p.v_time = v.stride(2);
   p.out = out.data_ptr<float>();
   p.out_batch = out.stride(0), p.out_head = out.stride(2), p.out_time = out.stride(1);
@@ -114,17 +129,18 @@ torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_
 
   const Isa isa = available_isa();
   const int64_t items = batch * heads * p.tiles;
-  const size_t scratch_floats = 2 * kQueryTile * head_dim + kQueryTile * kKeyBlock + 2 * kQueryTile;
+  const size_t scratch_floats = 2 * kQueryTile * head_dim + kQueryTile * kKeyBlock +
+                                2 * kQueryTile + 2 * kKeyBlock * head_dim;
+  const bool bfloat16 = q.scalar_type() == torch::kBFloat16;
   parallel_for(0, items, 1, [&](int64_t first, int64_t last) {
     std::vector<float> scratch(scratch_floats);
-    if (isa >= Isa::kAvx512)
-      avx512::attend(p, first, last, scratch.data());
-    else if (isa >= Isa::kAvx2)
-      avx2::attend(p, first, last, scratch.data());
+    if (bfloat16)
+      attend<uint16_t>(isa, p, first, last, scratch.data());
     else
-      plain::attend(p, first, last, scratch.data());
+      attend<float>(isa, p, first, last, scratch.data());
   });
-  return out.permute({0, 2, 1, 3});
+  // bfloat16 operands get a bfloat16 result, rounded once from the float32 sums.
+  return (bfloat16 ? out.to(torch::kBFloat16) : out).permute({0, 2, 1, 3});
 }
 
 }  // namespace alto::models::kernels

@@ -18,8 +18,11 @@ struct AttentionBand {
   int64_t query_offset = 0;
 };
 
-/// Whether fused_attention computes these operands: float32 CPU q [B, H, T, D], k and v
-/// [B, KVH, S, D] (any strides) with H a multiple of KVH and T, S >= 1.
+/// Whether fused_attention computes these operands: CPU q [B, H, T, D], k and v [B, KVH, S, D]
+/// (any strides), all float32 or all bfloat16, with H a multiple of KVH and T, S >= 1. bfloat16
+/// operands are widened to float32 block by block and the result rounded to bfloat16 once, so
+/// it equals the float32 kernel on the widened operands (a bfloat16 KV cache is read at half
+/// the bytes).
 bool fused_attention_fits(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
 
 /// softmax(q k^T * scale, over the keys the band and `key_padding` let each query see) v, with

@@ -82,8 +82,8 @@ TORCH_MODULE(Attention);
 
 // softmax(q k^T + mask) v for q [B, H, T, hd], k/v [B, H, S, hd]; q is pre-scaled. The mask:
 // the band (causality past a KV cache) and key padding [B, S] (Qwen2-Audio's valid frames).
-// float32 on the CPU runs the fused kernel; recording the weights or other dtypes and devices
-// take the explicit product.
+// float32 and bfloat16 on the CPU run the fused kernel; recording the weights or other dtypes and
+// devices take the explicit product.
 inline torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const kernels::AttentionBand& band, const torch::Tensor& key_padding,
                             torch::Tensor* weights) {

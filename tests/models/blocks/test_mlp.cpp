@@ -68,7 +68,8 @@ TEST_CASE("linear with an activation is the activation of the linear layer on ev
         const torch::Tensor int8 = alto::models::kernels::quantize_int8(weight);
         CHECK(torch::allclose(linear(x, int8, b, activation),
                               activate_reference(linear(x, int8, b), name), 1e-5, 1e-5));
-        // bfloat16 runs libtorch's activation on libtorch's product.
+        // bfloat16: the activation of the float32 product rounded once (widened GEMMs, where
+        // the CPU lacks AVX-512 BF16) or libtorch's activation on libtorch's product.
         const torch::Tensor y16 = linear(x.to(torch::kBFloat16), weight.to(torch::kBFloat16),
                                          with_bias ? bias.to(torch::kBFloat16) : b, activation);
         CHECK(y16.scalar_type() == torch::kBFloat16);

@@ -1,12 +1,13 @@
 // models/internal/few_rows: the few-row products equal torch's for every row count, vector tails
 // (sizes off the 8/16/32-element blocks) and with or without a bias, in float32 and bfloat16 and
-// with int8 weights, on every instruction-set path and any thread count; wrong operands are
-// errors.
+// with int8 weights, on every instruction-set path and any thread count; bfloat16 products of
+// many rows as float32 GEMMs where the CPU lacks AVX-512 BF16; wrong operands are errors.
 
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 #include <limits>
+#include <tuple>
 
 #include "alto/core/error.h"
 #include "alto/core/threading.h"
@@ -80,6 +81,44 @@ TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
       }
     limit_isa(previous);
   }
+}
+
+TEST_CASE("bfloat16 products of many rows as float32 GEMMs on widened weight blocks",
+          "[few_rows]") {
+  torch::manual_seed(8);
+  // Chosen by the instruction-set cap: without AVX-512 BF16 libtorch's bfloat16 GEMM is scalar.
+  const Isa previous = limit_isa(Isa::kAvx512);
+  CHECK(widen_bfloat16_products());
+  limit_isa(Isa::kAvx512Bf16);
+  CHECK(widen_bfloat16_products() == (available_isa() < Isa::kAvx512Bf16));
+  limit_isa(previous);
+  // 30000 outputs of 40 inputs cross two blocks of widened rows (2 MB: 13107 rows of 40); 5 rows
+  // is the fewest that reach it from blocks::linear.
+  for (const auto& [rows, in, out] :
+       {std::tuple<int64_t, int64_t, int64_t>{5, 40, 30000}, {300, 384, 1536}, {37, 1, 3}}) {
+    INFO("rows " << rows << " in " << in << " out " << out);
+    const torch::Tensor x = torch::randn({rows, in}).to(torch::kBFloat16);
+    const torch::Tensor w = torch::randn({out, in}).to(torch::kBFloat16);
+    const torch::Tensor b = torch::randn({out}).to(torch::kBFloat16);
+    const torch::Tensor y = linear_bfloat16_in_float32(x, w, b);
+    REQUIRE(y.scalar_type() == torch::kFloat32);
+    alto::test::require_close(
+        y,
+        torch::linear(x.to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64))
+            .to(torch::kFloat32),
+        1e-5 * std::sqrt(static_cast<double>(in)), 1e-5, std::nullopt, "widened bfloat16 GEMM");
+    alto::test::require_close(linear_bfloat16_in_float32(x, w, {}),
+                              torch::linear(x.to(torch::kFloat32), w.to(torch::kFloat32)),
+                              1e-5 * std::sqrt(static_cast<double>(in)), 1e-5, std::nullopt,
+                              "without a bias");
+  }
+  REQUIRE_THROWS_WITH(linear_bfloat16_in_float32(torch::randn({6, 8}),
+                                                 torch::randn({4, 8}).to(torch::kBFloat16), {}),
+                      Catch::Contains("x must be bfloat16 [rows, in]"));
+  REQUIRE_THROWS_WITH(linear_bfloat16_in_float32(torch::randn({6, 8}).to(torch::kBFloat16),
+                                                 torch::randn({4, 8}).to(torch::kBFloat16),
+                                                 torch::randn({5}).to(torch::kBFloat16)),
+                      Catch::Contains("bias [5] does not fit weight [4, 8]"));
 }
 
 TEST_CASE("int8 weights: per-channel quantization as libtorch's, products on every path",

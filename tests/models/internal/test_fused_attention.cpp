@@ -2,7 +2,8 @@
 // computed in float64 for every band (causal, sliding window, query offset), key padding
 // (including rows that see nothing), grouped-query heads, head sizes off the vector widths,
 // query counts on both sides of the packing threshold and of a tile, strided operands, every
-// instruction-set path and any thread count.
+// instruction-set path and any thread count; bfloat16 operands as the float32 kernel on their
+// widened values.
 
 #include <torch/torch.h>
 
@@ -95,6 +96,56 @@ TEST_CASE("fused_attention equals the float64 reference", "[fused_attention]") {
   }
 }
 
+TEST_CASE("fused_attention on bfloat16 operands is the float32 kernel on their widened values",
+          "[fused_attention]") {
+  // Widened block by block, the float32 arithmetic, the result rounded to bfloat16 once: the same
+  // bits as widening first. Few queries read the bfloat16 keys and values as they lie (a decode
+  // step over a bfloat16 cache), many pack the keys; strided operands as projections leave them.
+  torch::manual_seed(12);
+  const std::vector<Case> cases = {
+      {2, 4, 2, 1, 300, 64, {true, 0, 299}, false},  // a decode step, grouped heads
+      {1, 3, 1, 4, 37, 5, {true, 0, 33}, true},      // odd head size, padding, a row sees nothing
+      {1, 2, 1, 70, 400, 80, {true, 100, 330}, false},  // packed keys, a chunk after the cache
+      {2, 2, 2, 130, 130, 24, {}, true},                // tiles + tail, key padding
+  };
+  const int threads = alto::num_threads();
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512}) {
+    const Isa previous = limit_isa(isa);
+    for (const Case& c : cases) {
+      INFO("isa " << static_cast<int>(isa) << " heads " << c.heads << "/" << c.kv_heads << " T "
+                  << c.queries << " S " << c.keys << " D " << c.head_dim);
+      const torch::Tensor q = torch::randn({c.batch, c.queries, c.heads, c.head_dim})
+                                  .to(torch::kBFloat16)
+                                  .transpose(1, 2);
+      const torch::Tensor k = torch::randn({c.batch, c.keys, c.kv_heads, c.head_dim})
+                                  .to(torch::kBFloat16)
+                                  .transpose(1, 2);
+      const torch::Tensor v =
+          torch::randn({c.batch, c.kv_heads, c.keys, c.head_dim}).to(torch::kBFloat16);
+      torch::Tensor padding;
+      if (c.padded) {
+        padding = torch::rand({c.batch, c.keys}).gt(0.3).to(torch::kInt64);
+        padding[0].zero_();
+      }
+      const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+      REQUIRE(fused_attention_fits(q, k, v));
+      alto::set_num_threads(1);
+      const torch::Tensor out = fused_attention(q, k, v, scale, c.band, padding);
+      REQUIRE(out.scalar_type() == torch::kBFloat16);
+      const torch::Tensor widened = fused_attention(q.to(torch::kFloat32), k.to(torch::kFloat32),
+                                                    v.to(torch::kFloat32), scale, c.band, padding);
+      CHECK(torch::equal(out, widened.to(torch::kBFloat16)));
+      // And within bfloat16's rounding of the exact result.
+      alto::test::require_close(out.to(torch::kFloat32), reference(q, k, v, scale, c.band, padding),
+                                1e-4, 4e-3, std::nullopt, "bfloat16 fused attention");
+      alto::set_num_threads(2);
+      CHECK(torch::equal(fused_attention(q, k, v, scale, c.band, padding), out));
+      alto::set_num_threads(threads);
+    }
+    limit_isa(previous);
+  }
+}
+
 TEST_CASE("fused_attention keeps memory to tiles: an hour of Mimi frames", "[fused_attention]") {
   // 45000 positions (an hour at 12.5 Hz) with Mimi's 250-key band: the score matrix alone would
   // be 8 GB per head; the kernel needs its tiles and the transposed keys.
@@ -118,6 +169,11 @@ TEST_CASE("fused_attention refuses what it cannot take", "[fused_attention]") {
   const torch::Tensor q = torch::randn({1, 4, 3, 8}), k = torch::randn({1, 3, 5, 8});
   CHECK_FALSE(fused_attention_fits(q, k, k));  // 4 heads over 3 kv heads
   CHECK_FALSE(fused_attention_fits(q.to(torch::kFloat64), k.narrow(1, 0, 2), k.narrow(1, 0, 2)));
+  // Mixed dtypes: the kernel reads one element type.
+  const torch::Tensor k2_bf16 = k.narrow(1, 0, 2).to(torch::kBFloat16);
+  CHECK_FALSE(fused_attention_fits(q, k2_bf16, k2_bf16));
+  REQUIRE_THROWS_WITH(fused_attention(q, k2_bf16, k2_bf16, 1.0, {}),
+                      Catch::Contains("of its dtype"));
   REQUIRE_THROWS_AS(fused_attention(q, k, k, 1.0, {}), alto::Error);
   const torch::Tensor k2 = k.narrow(1, 0, 2);
   REQUIRE_THROWS_WITH(fused_attention(q, k2, k2, 1.0, {}, torch::ones({1, 4})),
