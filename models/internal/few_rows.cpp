@@ -104,7 +104,8 @@ void linear_int8_plain(const float* x, const int8_t* w, const float* scale, cons
   }
 }
 
-// The same, sixteen weights to a vector.
+// acc[b][r] += x[r, i + 16k ..] * rows[b, i + 16k ..] for k < count: sixteen int8 weights
+// widened to sixteen floats per vector (weight_vectors_avx2's loop for AVX-512).
 template <int R, int OB>
 __attribute__((target("avx512f"))) inline void int8_vectors_avx512(const float* x,
                                                                    const int8_t* rows, int64_t in,
@@ -238,7 +239,7 @@ __attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, con
       y[r * ldy + o] = BFloat16(sums[r * n + o - o_begin] + (bias ? float(bias[o]) : 0.f));
 }
 
-// As linear_int8_rows_avx2, sixteen weights to a vector.
+// weight_rows_avx2's streaming for int8 weights with AVX-512, sixteen weights to a vector.
 template <int R, int OB>
 __attribute__((target("avx512f"))) void linear_int8_rows_avx512(const float* x, const int8_t* w,
                                                                 const float* scale,
