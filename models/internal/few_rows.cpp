@@ -58,12 +58,6 @@ void linear_bf16_plain(const BFloat16* x, const BFloat16* w, const BFloat16* bia
   }
 }
 
-// Eight bfloat16 -> eight floats: the bits are the float's upper half.
-__attribute__((target("avx2,fma"))) inline __m256 load_bf16x8(const BFloat16* p) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-}
-
 // AVX-512 BF16: one vdpbf16ps multiplies 32 bfloat16 pairs and adds them in float32 pairs.
 template <int R>
 __attribute__((target("avx512f,avx512bw,avx512bf16"))) void linear_bf16_avx512(
@@ -122,12 +116,13 @@ __attribute__((target("avx512f"))) inline void int8_vectors_avx512(const float* 
   }
 }
 
-// Eight weights as eight floats.
+// Eight weights as eight floats (bfloat16's bits are the float's upper half).
 __attribute__((target("avx2,fma"))) inline __m256 widen8(const float* p) {
   return _mm256_loadu_ps(p);
 }
 __attribute__((target("avx2,fma"))) inline __m256 widen8(const BFloat16* p) {
-  return load_bf16x8(p);
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 }
 __attribute__((target("avx2,fma"))) inline __m256 widen8(const int8_t* p) {
   return _mm256_cvtepi32_ps(

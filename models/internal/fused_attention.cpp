@@ -129,8 +129,8 @@ torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_
 
   const Isa isa = available_isa();
   const int64_t items = batch * heads * p.tiles;
-  const size_t scratch_floats = 2 * kQueryTile * head_dim + kQueryTile * kKeyBlock +
-                                2 * kQueryTile + head_dim + kKeyBlock * head_dim;
+  const size_t scratch_floats =
+      2 * kQueryTile * head_dim + kQueryTile * kKeyBlock + 2 * kQueryTile + kKeyBlock * head_dim;
   const bool bfloat16 = q.scalar_type() == torch::kBFloat16;
   parallel_for(0, items, 1, [&](int64_t first, int64_t last) {
     std::vector<float> scratch(scratch_floats);
