@@ -5,13 +5,15 @@
 //
 // alto_bench_codecs MODEL_DIR INPUT.safetensors [--threads 1,2] [--repeat N] [--bandwidth KBPS]
 //     [--num-quantizers N] [--stream-frames N] [--output OUT.safetensors] [--profile PREFIX]
+//     [--dtype float32|bfloat16]
 //
 // INPUT holds `audio` float32 [1, channels, samples] at the codec's rate. OUT receives `codes`
 // (encode's layout), `scales` (EnCodec with normalize), `audio` (decode of those codes) and, with
 // --stream-frames, `stream_codes` / `stream_audio` of the streaming pass. --profile writes Chrome
 // traces PREFIX-encode.json and PREFIX-decode.json of one pass each (libtorch's profiler) on the
 // first thread count, for the driver's time breakdown, and with --stream-frames
-// PREFIX-stream.json of one streaming pass.
+// PREFIX-stream.json of one streaming pass. --dtype loads the weights in that compute dtype
+// (alto::LoadOptions); audio in and out stays float32.
 //
 // --soak SECONDS instead runs one full-duplex stream (encode_step, then decode_step, a second of
 // INPUT's audio at a time, looped) for that much audio and prints its resident memory at the
@@ -144,7 +146,7 @@ int main(int argc, char** argv) {
   if (argc < 3) {
     std::cerr << "usage: alto_bench_codecs MODEL_DIR INPUT.safetensors [--threads 1,2] "
                  "[--repeat N] [--bandwidth KBPS] [--num-quantizers N] [--stream-frames N] "
-                 "[--output OUT] [--profile PREFIX] [--soak SECONDS]\n";
+                 "[--output OUT] [--profile PREFIX] [--soak SECONDS] [--dtype D]\n";
     return 1;
   }
   try {
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
     int repeat = 2;
     int64_t stream_frames = 0, soak_seconds = 0;
     alto::tokenizers::AudioEncodeOptions options;
-    std::string output, profile;
+    std::string output, profile, dtype = "float32";
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
       if (flag == "--threads")
@@ -173,12 +175,15 @@ int main(int argc, char** argv) {
         profile = value;
       else if (flag == "--soak")
         soak_seconds = std::stoll(value);
+      else if (flag == "--dtype")
+        dtype = value;
       else
         throw alto::InvalidArgument("unknown option " + flag);
     }
     torch::NoGradGuard no_grad;
     const auto t_load = Clock::now();
-    const auto model = alto::tokenizers::AudioTokenizer::from_pretrained(model_dir);
+    const auto model = alto::tokenizers::AudioTokenizer::from_pretrained(
+        model_dir, alto::LoadOptions::parse("cpu", dtype));
     const double load_s = seconds_since(t_load);
     const long load_peak_kb = alto::bench::peak_resident_kb();
     const torch::Tensor audio = alto::SafetensorsFile(input_path).tensor("audio").contiguous();
@@ -193,11 +198,14 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    nlohmann::json out = {
-        {"model_type", model->model_type()}, {"load_s", load_s},
-        {"load_peak_kb", load_peak_kb},      {"sample_rate", model->sample_rate()},
-        {"hop_length", model->hop_length()}, {"num_codebooks", model->num_codebooks(options)},
-        {"options", options.to_string()}};
+    nlohmann::json out = {{"model_type", model->model_type()},
+                          {"dtype", dtype},
+                          {"load_s", load_s},
+                          {"load_peak_kb", load_peak_kb},
+                          {"sample_rate", model->sample_rate()},
+                          {"hop_length", model->hop_length()},
+                          {"num_codebooks", model->num_codebooks(options)},
+                          {"options", options.to_string()}};
     alto::tokenizers::AudioCodes codes;
     torch::Tensor decoded;
     for (int t : threads) {

@@ -377,7 +377,9 @@ torch::Tensor Encodec::decode(const AudioCodes& codes) const {
     torch::Tensor emb = model->quantizer->decode(codes.codes[i].to(impl_->options.device));
     torch::Tensor out = model->decoder->forward(emb);
     if (c.normalize) out = out * codes.scales[i].to(out.device(), out.dtype()).view({-1, 1, 1});
-    frames.push_back(out);
+    // The overlap-add runs in float32 whatever the weights: bfloat16's linspace rounds the
+    // triangular weights at the chunk ends to 0, which leaves gaps (transformers then raises).
+    frames.push_back(out.to(torch::kFloat32));
   }
   torch::Tensor audio;
   if (!stride) {

@@ -361,10 +361,6 @@ Mimi::Mimi(const MimiConfig& config, CheckpointBinder& binder, const std::string
 void Mimi::bind(const MimiConfig& config, CheckpointBinder& binder, const std::string& prefix,
                 const LoadOptions& options) {
   options.validate();
-  ALTO_CHECK_AS(Unsupported, options.dtype == torch::kFloat32 || !options.device.is_cpu(),
-                "Mimi: ", dtype_name(options.dtype),
-                " on CPU is not supported (libtorch's CPU kernels lack it for transposed and "
-                "replicate-padded convolutions); load in float32");
   config.validate();
   auto impl = std::make_shared<Impl>(config, options);
   binder.bind(*impl->model, prefix);

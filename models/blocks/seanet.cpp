@@ -143,15 +143,26 @@ torch::Tensor StreamableConv1dImpl::pad(const torch::Tensor& x, int64_t left, in
   switch (options_.pad_mode) {
     case PadMode::kConstant:
       return torch::constant_pad_nd(x, {left, right}, 0);
-    case PadMode::kReplicate:
-      return torch::replication_pad1d(x, {left, right});
+    case PadMode::kReplicate: {
+      // Spelled with cat: libtorch 1.13's replication_pad1d has no CPU bfloat16 kernel.
+      const int64_t length = x.size(-1);
+      ALTO_CHECK(length > 0, "StreamableConv1d: replicate padding needs at least one sample");
+      std::vector<int64_t> sizes = x.sizes().vec();
+      sizes.back() = left;
+      const torch::Tensor before = x.narrow(-1, 0, 1).expand(sizes);
+      sizes.back() = right;
+      return torch::cat({before, x, x.narrow(-1, length - 1, 1).expand(sizes)}, -1);
+    }
     case PadMode::kReflect: {
       // transformers' _pad1d: reflection needs more samples than the pad, so a short input is
-      // first extended with zeros, which are cut off again after padding.
+      // first extended with zeros, which are cut off again after padding. Spelled with flips
+      // and cat: libtorch 1.13's reflection_pad1d has no CPU bfloat16 kernel.
       const int64_t length = x.size(-1), max_pad = std::max(left, right);
       const int64_t zeros = length <= max_pad ? max_pad - length + 1 : 0;
-      torch::Tensor extended = zeros ? torch::constant_pad_nd(x, {0, zeros}, 0) : x;
-      torch::Tensor padded = torch::reflection_pad1d(extended, {left, right});
+      const torch::Tensor e = zeros ? torch::constant_pad_nd(x, {0, zeros}, 0) : x;
+      const int64_t n = e.size(-1);
+      const torch::Tensor padded = torch::cat(
+          {e.narrow(-1, 1, left).flip(-1), e, e.narrow(-1, n - 1 - right, right).flip(-1)}, -1);
       return zeros ? padded.narrow(-1, 0, padded.size(-1) - zeros) : padded;
     }
   }
@@ -343,7 +354,15 @@ torch::Tensor SeanetLstmImpl::run(const torch::Tensor& x, LstmStreamState* state
   }
   torch::Tensor out;
   if (x.is_cpu() && x.scalar_type() == torch::kFloat32) {
-    std::tie(out, h, c) = run_cpu(seq.contiguous(), h, c);
+    std::tie(out, h, c) = run_cpu(seq.contiguous(), h, c, flat_weights_);
+  } else if (x.is_cpu() && x.scalar_type() == torch::kBFloat16) {
+    // In float32 with the weights widened per call: libtorch's CPU bfloat16 LSTM runs scalar
+    // GEMMs (EnCodec's encode 8x slower than float32). A stream's state stays float32.
+    std::vector<torch::Tensor> widened;
+    for (const auto& w : flat_weights_) widened.push_back(w.to(torch::kFloat32));
+    std::tie(out, h, c) = run_cpu(seq.to(torch::kFloat32).contiguous(), h.to(torch::kFloat32),
+                                  c.to(torch::kFloat32), widened);
+    out = out.to(torch::kBFloat16);
   } else {
     std::tie(out, h, c) = torch::lstm(seq, {h, c}, flat_weights_, /*has_biases=*/true, num_layers_,
                                       /*dropout=*/0.0, /*train=*/false,
@@ -362,16 +381,17 @@ torch::Tensor SeanetLstmImpl::run(const torch::Tensor& x, LstmStreamState* state
 // (layers/few_rows.h) and the gate arithmetic in one loop instead of a dozen tensor operators
 // per step: 750 steps per 10 s of EnCodec audio.
 std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SeanetLstmImpl::run_cpu(
-    const torch::Tensor& seq, const torch::Tensor& h0, const torch::Tensor& c0) const {
+    const torch::Tensor& seq, const torch::Tensor& h0, const torch::Tensor& c0,
+    const std::vector<torch::Tensor>& weights) const {
   const int64_t time = seq.size(0), batch = seq.size(1), dim = dim_;
   const auto sigmoid = [](float v) { return 1.f / (1.f + std::exp(-v)); };
   torch::Tensor h_all = h0.clone(), c_all = c0.clone();
   torch::Tensor layer_in = seq;
   for (int64_t l = 0; l < num_layers_; ++l) {
-    const torch::Tensor& w_hh = flat_weights_[4 * l + 1];
-    const torch::Tensor& b_hh = flat_weights_[4 * l + 3];
+    const torch::Tensor& w_hh = weights[4 * l + 1];
+    const torch::Tensor& b_hh = weights[4 * l + 3];
     const torch::Tensor projected =
-        torch::linear(layer_in, flat_weights_[4 * l], flat_weights_[4 * l + 2]).contiguous();
+        torch::linear(layer_in, weights[4 * l], weights[4 * l + 2]).contiguous();
     torch::Tensor layer_out = torch::empty({time, batch, dim}, seq.options());
     torch::Tensor h = h_all[l], c = c_all[l];  // [batch, dim] views, updated in place
     float* hs = h.data_ptr<float>();

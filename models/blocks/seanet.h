@@ -187,11 +187,11 @@ class SeanetLstmImpl : public torch::nn::Module {
 
  private:
   torch::Tensor run(const torch::Tensor& x, LstmStreamState* state) const;
-  /// float32 CPU: seq [time, batch, dim] contiguous, h0/c0 [layers, batch, dim] -> (output,
-  /// h, c) as torch::lstm returns them.
-  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_cpu(const torch::Tensor& seq,
-                                                                  const torch::Tensor& h0,
-                                                                  const torch::Tensor& c0) const;
+  /// float32 CPU: seq [time, batch, dim] contiguous, h0/c0 [layers, batch, dim], weights as
+  /// flat_weights_ -> (output, h, c) as torch::lstm returns them.
+  std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> run_cpu(
+      const torch::Tensor& seq, const torch::Tensor& h0, const torch::Tensor& c0,
+      const std::vector<torch::Tensor>& weights) const;
   int64_t dim_, num_layers_;
   std::vector<torch::Tensor> flat_weights_;  // torch.nn.LSTM's order, for at::lstm
 };

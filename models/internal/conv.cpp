@@ -56,7 +56,8 @@ torch::Tensor depthwise_transposed(const torch::Tensor& x, const torch::Tensor& 
 // Full transposed-convolution output [batch, out, (frames + m - 1) * stride] for a kernel of
 // m * stride taps, no bias. Output frame u (samples u*s .. u*s+s-1) sums tap block i of input
 // frame u - i: per tile of output frames one GEMM W^T x over the tile's input frames (and the
-// m - 1 before it) gives every tap's product, and m shifted adds place them.
+// m - 1 before it) gives every tap's product, and m shifted adds place them. x is float32, the
+// weight float32 or (for a few frames) bfloat16, widened block by block in cache.
 torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weight, int64_t stride,
                               const torch::Tensor& bias, const Pointwise& before) {
   const int64_t batch = x.size(0), in = x.size(1), frames = x.size(2);
@@ -72,8 +73,10 @@ torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weigh
     for (int64_t b = 0; b < batch; ++b) {
       const torch::Tensor columns = window[b];  // [in, n + m - 1]
       const torch::Tensor taps =
-          (few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight_flat).t()
-                                 : torch::mm(weight_flat.t(), columns))
+          (weight.scalar_type() == torch::kBFloat16
+               ? matmul_bfloat16_in_float32(columns.t(), weight_flat).t()
+           : few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight_flat).t()
+                                   : torch::mm(weight_flat.t(), columns))
               .reshape({out, m, stride, n + m - 1});
       torch::Tensor sum = taps.select(1, 0).narrow(-1, m - 1, n).clone();
       for (int64_t i = 1; i < m; ++i) sum.add_(taps.select(1, i).narrow(-1, m - 1 - i, n));
@@ -128,20 +131,19 @@ torch::Tensor zero_padded_window(const torch::Tensor& x, int64_t begin, int64_t 
 torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      int64_t stride, int64_t padding, int64_t dilation, int64_t groups,
                      const Pointwise& before) {
-  if (x.is_cpu() && x.scalar_type() == torch::kBFloat16 && widen_bfloat16_products())
-    // libtorch's bfloat16 convolution is a scalar loop there (Whisper-base's two: 630 ms).
-    return conv1d(x.to(torch::kFloat32), weight.to(torch::kFloat32),
-                  bias.defined() ? bias.to(torch::kFloat32) : bias, stride, padding, dilation,
-                  groups, before)
-        .to(torch::kBFloat16);
+  // libtorch's bfloat16 convolution is a scalar loop on CPUs without AVX-512 BF16 (Whisper-base's
+  // two: 630 ms): there bfloat16 computes in float32.
+  const bool widen = x.is_cpu() && x.scalar_type() == torch::kBFloat16 &&
+                     weight.scalar_type() == torch::kBFloat16 && widen_bfloat16_products();
   const int64_t span = (weight.size(-1) - 1) * dilation + 1;
   const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
   const int64_t rows = x.size(0) * out_length;
   if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
-      x.scalar_type() == torch::kFloat32) {
+      (x.scalar_type() == torch::kFloat32 || widen)) {
     // A short output (a streaming step's deeper layers): one product of the weights with the
     // unfolded input [batch * frames, in * kernel], which also skips oneDNN's per-call weight
-    // reorder; up to kMaxFewRows rows read the weights once (layers/few_rows.h).
+    // reorder; up to kMaxFewRows rows read the weights once (layers/few_rows.h), bfloat16 ones
+    // as they lie, not widened whole per call.
     torch::Tensor padded = before ? before(x) : x;
     if (padding > 0) padded = torch::constant_pad_nd(padded, {padding, padding}, 0);
     const torch::Tensor columns = padded.unfold(2, span, stride)
@@ -149,21 +151,31 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
                                       .permute({0, 2, 1, 3})
                                       .reshape({rows, -1});
     const torch::Tensor flat_weight = weight.reshape({weight.size(0), -1});
-    const torch::Tensor y = rows <= kMaxFewRows ? linear_few_rows(columns, flat_weight, bias)
-                                                : torch::linear(columns, flat_weight, bias);
+    const torch::Tensor y =
+        rows <= kMaxFewRows ? linear_few_rows(columns, flat_weight, bias)
+        : widen ? linear_bfloat16_in_float32(columns, flat_weight, bias).to(torch::kBFloat16)
+                : torch::linear(columns, flat_weight, bias);
     return y.view({x.size(0), out_length, weight.size(0)}).permute({0, 2, 1}).contiguous();
   }
+  // Widened, the weights once per call and the activation tile by tile, in cache.
+  const auto compute = [widen](const torch::Tensor& t) {
+    return widen && t.defined() ? t.to(torch::kFloat32) : t;
+  };
+  const torch::Tensor w = compute(weight), b = compute(bias);
   const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
-  if (!tiles_on(x) || out_length <= 2 * tile)
-    return torch::conv1d(before ? before(x) : x, weight, bias, stride, padding, dilation, groups);
+  if (!tiles_on(x) || out_length <= 2 * tile) {
+    const torch::Tensor input = compute(x);
+    return torch::conv1d(before ? before(input) : input, w, b, stride, padding, dilation, groups)
+        .to(x.scalar_type());
+  }
   torch::Tensor y = empty_activation({x.size(0), weight.size(0), out_length}, x.options());
   const int64_t no_padding = 0;  // a literal 0 would also convert to conv1d's padding string
   for_each_time_tile(out_length, tile, [&](int64_t o0, int64_t o1) {
     const torch::Tensor window =
-        zero_padded_window(x, o0 * stride - padding, (o1 - 1) * stride - padding + span);
+        compute(zero_padded_window(x, o0 * stride - padding, (o1 - 1) * stride - padding + span));
     copy_to_time_slice(y, o0,
-                       torch::conv1d(before ? before(window) : window, weight, bias, stride,
-                                     no_padding, dilation, groups));
+                       torch::conv1d(before ? before(window) : window, w, b, stride, no_padding,
+                                     dilation, groups));
   });
   return y;
 }
@@ -173,17 +185,23 @@ torch::Tensor conv_transpose1d(const torch::Tensor& x, const torch::Tensor& weig
                                int64_t groups, const Pointwise& before) {
   ALTO_CHECK(x.dim() == 3 && weight.dim() == 3 && x.size(1) == weight.size(0),
              "conv_transpose1d: x must be [batch, ", weight.size(0), ", frames], got ", x.sizes());
-  if (needs_float(x))
-    return conv_transpose1d(x.to(torch::kFloat32), weight.to(torch::kFloat32),
+  const int64_t in = x.size(1), kernel = weight.size(2);
+  const bool depthwise = groups > 1 && groups == in && weight.size(1) == 1;
+  const bool gemm = groups == 1 && kernel % stride == 0;
+  if (needs_float(x)) {
+    // For a few frames (a stream's step) a bfloat16 GEMM-shaped weight stays bfloat16, widened
+    // block by block in cache (gemm_transposed): widening it whole cost more than the product.
+    const int64_t rows = x.size(0) * x.size(-1);
+    const bool keep =
+        weight.scalar_type() == torch::kBFloat16 && gemm && rows > 0 && rows <= kShortRows;
+    return conv_transpose1d(x.to(torch::kFloat32), keep ? weight : weight.to(torch::kFloat32),
                             bias.defined() ? bias.to(torch::kFloat32) : bias, stride, padding,
                             groups, before)
         .to(x.scalar_type());
-  const int64_t in = x.size(1), kernel = weight.size(2);
+  }
   const int64_t full = (x.size(-1) - 1) * stride + kernel;
   ALTO_CHECK(full > 2 * padding, "conv_transpose1d: ", x.size(-1), " frames give no output after ",
              padding, " samples of padding on each side");
-  const bool depthwise = groups > 1 && groups == in && weight.size(1) == 1;
-  const bool gemm = groups == 1 && kernel % stride == 0;
   if (!tiles_on(x) || x.size(-1) == 0 || !(depthwise || gemm))
     return torch::conv_transpose1d(before ? before(x) : x, weight, bias, stride, padding, 0,
                                    groups);

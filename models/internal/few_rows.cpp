@@ -583,6 +583,30 @@ torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Te
   return y;
 }
 
+torch::Tensor matmul_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight) {
+  ALTO_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.is_cpu() &&
+                 weight.dim() == 2 && weight.scalar_type() == torch::kBFloat16 && weight.is_cpu() &&
+                 x.size(1) == weight.size(0),
+             "matmul_bfloat16_in_float32: x must be float32 [rows, in] and weight bfloat16 [in, ",
+             "out] on CPU, got ", x.sizes(), " ", x.scalar_type(), " and ", weight.sizes(), " ",
+             weight.scalar_type());
+  // Blocks of the weight's rows (contiguous, so widened at copy speed) of about 2 MB in float32,
+  // each added into y while in cache.
+  const int64_t in = weight.size(0), out = weight.size(1);
+  const int64_t block =
+      std::min(in, std::max<int64_t>(8, (int64_t{1} << 19) / std::max<int64_t>(out, 1)));
+  const torch::Tensor w = weight.contiguous();
+  torch::Tensor buffer = torch::empty({block, out}, torch::kFloat32);
+  torch::Tensor y = torch::zeros({x.size(0), out}, torch::kFloat32);
+  for (int64_t i = 0; i < in; i += block) {
+    const int64_t n = std::min(block, in - i);
+    torch::Tensor widened = buffer.narrow(0, 0, n);
+    widened.copy_(w.narrow(0, i, n));
+    y.addmm_(x.narrow(1, i, n), widened);
+  }
+  return y;
+}
+
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {
   check_operands(x, weight, 0, "matmul_few_rows");
   ALTO_CHECK(x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32,

@@ -61,6 +61,11 @@ bool widen_bfloat16_products();
 torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight,
                                          const torch::Tensor& bias);
 
+/// x [rows, in] float32 @ weight, weight bfloat16 [in, out] -> float32 [rows, out], summed in
+/// float32 GEMMs over blocks of the weight's rows widened in cache: for few rows, where widening
+/// the whole weight per call would cost more than the product.
+torch::Tensor matmul_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight);
+
 /// x [rows, in] @ weight, weight [in, out] -> [rows, out] (float32).
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
 

@@ -74,4 +74,14 @@ void GoldenModel::require_matches(const torch::Tensor& actual, const std::string
                 dir_ + ": " + name);
 }
 
+double relative_distance(const torch::Tensor& actual, const torch::Tensor& expected) {
+  const torch::Tensor e = expected.to(torch::kCPU, torch::kFloat32);
+  return ((actual.to(torch::kCPU, torch::kFloat32) - e).norm() / e.norm()).item<double>();
+}
+
+torch::Tensor code_agreement(const torch::Tensor& actual, const torch::Tensor& expected) {
+  REQUIRE(actual.sizes() == expected.sizes());
+  return actual.to(torch::kCPU).eq(expected).to(torch::kFloat64).mean(-1);
+}
+
 }  // namespace alto::test

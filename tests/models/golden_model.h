@@ -36,4 +36,11 @@ class GoldenModel {
   SafetensorsFile checkpoint_;
 };
 
+/// ||actual - expected|| / ||expected||, both taken as float32: how far a reduced-precision run
+/// lies from the float32 reference.
+double relative_distance(const torch::Tensor& actual, const torch::Tensor& expected);
+/// The fraction of equal codes along the last (time) axis: [..., codebooks] for codes [...,
+/// codebooks, frames]. REQUIREs equal shapes.
+torch::Tensor code_agreement(const torch::Tensor& actual, const torch::Tensor& expected);
+
 }  // namespace alto::test

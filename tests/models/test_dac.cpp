@@ -229,17 +229,15 @@ TEST_CASE("DAC load options: bfloat16", "[codec][dac]") {
   const auto model = Dac::from_pretrained(golden.dir(), bf16);
   const torch::Tensor latents = model->encode_latents(golden.tensor("input_values"));
   CHECK(latents.scalar_type() == torch::kBFloat16);
-  auto relative = [](const torch::Tensor& actual, const torch::Tensor& expected) {
-    return ((actual.to(torch::kFloat32) - expected).norm() / expected.norm()).item<double>();
-  };
   // bfloat16 keeps 8 mantissa bits; over the tiny random model's 40-odd layers (measured:
   // 10% on the latents, 14% on the audio) that is a sanity bound, not a parity check.
-  CHECK(relative(latents, golden.tensor("encoder_output")) < 0.3);
+  CHECK(alto::test::relative_distance(latents, golden.tensor("encoder_output")) < 0.3);
   const AudioCodes codes = model->encode(golden.tensor("input_values"));
   CHECK(codes.codes.sizes() == golden.tensor("audio_codes").sizes());
   const torch::Tensor audio = model->decode(AudioCodes{golden.tensor("audio_codes"), {}});
   CHECK(audio.scalar_type() == torch::kFloat32);
-  CHECK(relative(audio.squeeze(1), golden.tensor("audio_values_from_codes")) < 0.3);
+  CHECK(alto::test::relative_distance(audio.squeeze(1), golden.tensor("audio_values_from_codes")) <
+        0.3);
 }
 
 TEST_CASE("DAC batches independent clips", "[codec][dac]") {

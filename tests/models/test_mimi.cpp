@@ -485,12 +485,45 @@ TEST_CASE("Mimi checkpoint folder errors", "[codec][mimi]") {
           Contains("mis-shaped: upsample.conv.weight: expected [32, 1, 4], found [32, 1, 3]"));
 }
 
-TEST_CASE("Mimi refuses reduced precision on CPU", "[codec][mimi]") {
+TEST_CASE("Mimi in bfloat16 on CPU", "[codec][mimi]") {
+  // No reference runs Mimi in bfloat16 on CPU (torch 1.13 lacks the kernels), so the float32
+  // reference bounds it. Measured on this checkpoint: codes agree 100 % in the first three
+  // codebooks (the semantic one among them) and 63-95 % in the deeper acoustic ones, where a
+  // changed decision changes every residual after it; decoded audio lies 0.9 % from float32's;
+  // a stream one frame per call agrees 68-100 % with offline bfloat16 (mean 84 %), its audio
+  // 0.9 % away.
   const GoldenModel golden(kGolden);
   alto::LoadOptions bf16;
   bf16.dtype = torch::kBFloat16;
-  CHECK_THROWS_AS(Mimi::from_pretrained(golden.dir(), bf16), alto::Unsupported);
-  CHECK_THROWS_WITH(Mimi::from_pretrained(golden.dir(), bf16), Catch::Contains("bfloat16"));
+  const auto model = Mimi::from_pretrained(golden.dir(), bf16);
+  const torch::Tensor input = golden.tensor("input_values");
+  const torch::Tensor codes = model->encode(input).codes;
+  const torch::Tensor agreement = alto::test::code_agreement(codes, golden.tensor("audio_codes"));
+  INFO("codes agreement per codebook " << agreement);
+  // Bounds with room for a CPU whose bfloat16 products round otherwise (AVX-512 BF16).
+  CHECK(agreement[0][0].item<double>() >= 0.9);
+  CHECK(agreement.mean().item<double>() >= 0.75);
+  const torch::Tensor audio = model->decode(AudioCodes{golden.tensor("audio_codes"), {}});
+  CHECK(audio.scalar_type() == torch::kFloat32);
+  const double distance = alto::test::relative_distance(audio, golden.tensor("audio_values"));
+  INFO("audio distance " << distance);
+  CHECK(distance < 0.03);
+
+  SECTION("streaming stays within bfloat16's rounding of offline") {
+    // Not bit-equal: a step's few rows and offline's many round each layer's sums differently.
+    auto stream = model->stream();
+    const torch::Tensor streamed =
+        stream_encode(*stream, input, uniform(input.size(2), model->hop_length()));
+    const torch::Tensor stream_agreement = alto::test::code_agreement(streamed, codes);
+    INFO("streaming codes agreement per codebook " << stream_agreement);
+    CHECK(stream_agreement[0][0].item<double>() >= 0.9);
+    CHECK(stream_agreement.mean().item<double>() >= 0.75);
+    const torch::Tensor streamed_audio =
+        stream_decode(*stream, golden.tensor("audio_codes"), uniform(codes.size(2), 1));
+    const double stream_distance = alto::test::relative_distance(streamed_audio, audio);
+    INFO("streaming audio distance " << stream_distance);
+    CHECK(stream_distance < 0.03);
+  }
 }
 
 TEST_CASE("Mimi encodes and decodes long inputs in pieces, as in one", "[codec][mimi]") {

@@ -83,6 +83,28 @@ TEST_CASE("conv1d: short inputs, no bias, InferenceMode and bfloat16", "[conv]")
                             std::nullopt, "bfloat16");
 }
 
+TEST_CASE("conv1d: bfloat16 short outputs as products of the unfolded input", "[conv]") {
+  // A stream's deeper layers: up to 4 output rows read the bfloat16 weight as it lies, 5-32 go
+  // through float32 GEMMs on blocks of it; either way float32 sums of the bfloat16 operands
+  // (after ELU in bfloat16), rounded once.
+  torch::manual_seed(5);
+  const torch::Tensor w = torch::randn({24, 16, 4}).to(torch::kBFloat16);
+  const torch::Tensor b = torch::randn({24}).to(torch::kBFloat16);
+  for (const auto& [batch, length] :
+       {std::pair<int64_t, int64_t>{1, 6}, {2, 5}, {1, 40}, {2, 33}}) {
+    INFO("batch " << batch << " length " << length);
+    const torch::Tensor x = torch::randn({batch, 16, length}).to(torch::kBFloat16);
+    const torch::Tensor actual = conv1d(x, w, b, 2, 1, 1, 1, kElu);
+    REQUIRE(actual.scalar_type() == torch::kBFloat16);
+    const torch::Tensor expected = torch::conv1d(
+        torch::elu(x).to(torch::kFloat64), w.to(torch::kFloat64), b.to(torch::kFloat64), 2, 1);
+    REQUIRE(actual.sizes() == expected.sizes());
+    // One bfloat16 rounding of the sum (2^-8 relative) and float32's summation.
+    alto::test::require_close(actual.to(torch::kFloat64), expected, 1e-4, 1.0 / 256, std::nullopt,
+                              "bfloat16 short conv1d");
+  }
+}
+
 TEST_CASE("conv_transpose1d: equals torch::conv_transpose1d", "[conv]") {
   ThreadCount restore;
   torch::manual_seed(3);
@@ -120,16 +142,21 @@ TEST_CASE("conv_transpose1d: equals torch::conv_transpose1d", "[conv]") {
 
 TEST_CASE("conv_transpose1d: bfloat16 computes in float32; bad shapes are errors", "[conv]") {
   torch::manual_seed(4);
+  const torch::Tensor w = torch::randn({8, 4, 8}).to(torch::kBFloat16);
+  const torch::Tensor b = torch::randn({4}).to(torch::kBFloat16);
+  // 1 and 3 frames keep the weight bfloat16, widened block by block; 50 widen it whole.
+  for (int64_t frames : {1, 3, 50}) {
+    INFO("frames " << frames);
+    const torch::Tensor x = torch::randn({1, 8, frames}).to(torch::kBFloat16);
+    const torch::Tensor half = conv_transpose1d(x, w, b, 4, 2, 1, kElu);
+    REQUIRE(half.scalar_type() == torch::kBFloat16);
+    const torch::Tensor expected = torch::conv_transpose1d(
+        torch::elu(x.to(torch::kFloat64)), w.to(torch::kFloat64), b.to(torch::kFloat64), 4, 2);
+    REQUIRE(half.sizes() == expected.sizes());
+    alto::test::require_close(half.to(torch::kFloat64), expected, 1e-4, 1.0 / 256, std::nullopt,
+                              "bfloat16");
+  }
   const torch::Tensor x = torch::randn({1, 8, 50});
-  const torch::Tensor w = torch::randn({8, 4, 8});
-  const torch::Tensor half =
-      conv_transpose1d(x.to(torch::kBFloat16), w.to(torch::kBFloat16), {}, 4, 2);
-  REQUIRE(half.scalar_type() == torch::kBFloat16);
-  const torch::Tensor expected =
-      torch::conv_transpose1d(x.to(torch::kBFloat16).to(torch::kFloat32),
-                              w.to(torch::kBFloat16).to(torch::kFloat32), {}, 4, 2);
-  alto::test::require_close(half.to(torch::kFloat32), expected, 0.1, 0.01, std::nullopt,
-                            "bfloat16");
   REQUIRE_THROWS_AS(conv_transpose1d(torch::randn({1, 7, 5}), w, {}, 4), alto::Error);
   REQUIRE_THROWS_WITH(conv_transpose1d(torch::randn({1, 8, 1}), torch::randn({8, 4, 2}), {}, 1, 1),
                       Catch::Contains("no output"));

@@ -193,6 +193,28 @@ TEST_CASE("int8 weights: per-channel quantization as libtorch's, products on eve
                       Catch::Contains("quantize_int8 weight"));
 }
 
+TEST_CASE("x @ a bfloat16 weight [in, out] in float32 over widened row blocks", "[few_rows]") {
+  torch::manual_seed(9);
+  // 3000 inputs of 300 outputs cross two blocks of widened rows (2 MB: 1747 rows of 300); a
+  // transposed x (as a transposed convolution's unfolded frames arrive) and one row.
+  for (const auto& [rows, in, out] :
+       {std::tuple<int64_t, int64_t, int64_t>{3, 3000, 300}, {1, 16, 40}, {32, 64, 8}}) {
+    INFO("rows " << rows << " in " << in << " out " << out);
+    const torch::Tensor x = torch::randn({in, rows}).t();
+    const torch::Tensor w = torch::randn({in, out}).to(torch::kBFloat16);
+    const torch::Tensor y = matmul_bfloat16_in_float32(x, w);
+    REQUIRE(y.scalar_type() == torch::kFloat32);
+    alto::test::require_close(
+        y, torch::mm(x.to(torch::kFloat64), w.to(torch::kFloat64)).to(torch::kFloat32),
+        1e-5 * std::sqrt(static_cast<double>(in)), 1e-5, std::nullopt, "widened row blocks");
+  }
+  REQUIRE_THROWS_WITH(matmul_bfloat16_in_float32(torch::randn({2, 8}), torch::randn({8, 4})),
+                      Catch::Contains("weight bfloat16 [in, out]"));
+  REQUIRE_THROWS_WITH(
+      matmul_bfloat16_in_float32(torch::randn({2, 7}), torch::randn({8, 4}).to(torch::kBFloat16)),
+      Catch::Contains("[2, 7]"));
+}
+
 TEST_CASE("few-row products refuse what they cannot take", "[few_rows]") {
   const torch::Tensor w = torch::randn({4, 8});
   REQUIRE_FALSE(few_rows(torch::randn({kMaxFewRows + 1, 8})));
