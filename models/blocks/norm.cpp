@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "alto/core/threading.h"
 #include "alto/models/blocks/basic.h"
 
 namespace alto::models::blocks {
@@ -22,7 +26,65 @@ RmsNormImpl::RmsNormImpl(int64_t dim, double eps_, const torch::TensorOptions& o
   weight = uninitialised_parameter(*this, "weight", {dim}, options);
 }
 
+namespace {
+
+// transformers' RMSNorm on contiguous CPU rows in one pass per row instead of seven tensor
+// operators (each ~3-5 us at a decode step's one row: ~1.5 ms a token for Qwen2-0.5B's 48
+// norms): the same float32 operations, the sum of squares in eight lanes.
+template <typename T>
+void rms_norm_rows(const T* x, const T* weight, T* y, int64_t rows, int64_t dim, float eps,
+                   bool scale_in_float32) {
+  alto::parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(dim, 1)),
+                     [&](int64_t first, int64_t last) {
+                       for (int64_t r = first; r < last; ++r) {
+                         const T* row = x + r * dim;
+                         T* out = y + r * dim;
+                         float lanes[8] = {};
+                         int64_t i = 0;
+                         for (; i + 8 <= dim; i += 8)
+                           for (int j = 0; j < 8; ++j) {
+                             const float h = static_cast<float>(row[i + j]);
+                             lanes[j] += h * h;
+                           }
+                         for (; i < dim; ++i) {
+                           const float h = static_cast<float>(row[i]);
+                           lanes[i % 8] += h * h;
+                         }
+                         const float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+                                           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+                         const float inverse = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
+                         for (int64_t k = 0; k < dim; ++k) {
+                           const float normed = static_cast<float>(row[k]) * inverse;
+                           const float w = static_cast<float>(weight[k]);
+                           // Rounded to T before the weight, as transformers casts back first.
+                           out[k] =
+                               scale_in_float32
+                                   ? static_cast<T>(normed * w)
+                                   : static_cast<T>(w * static_cast<float>(static_cast<T>(normed)));
+                         }
+                       }
+                     });
+}
+
+}  // namespace
+
 torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) const {
+  const auto dtype = x.scalar_type();
+  if (x.is_cpu() && weight.is_cpu() && weight.scalar_type() == dtype && x.dim() >= 1 &&
+      x.size(-1) == weight.size(0) && (dtype == torch::kFloat32 || dtype == torch::kBFloat16)) {
+    const torch::Tensor xc = x.contiguous();
+    const torch::Tensor w = weight.contiguous();
+    torch::Tensor y = torch::empty_like(xc);
+    const int64_t dim = x.size(-1), rows = dim > 0 ? xc.numel() / dim : 0;
+    if (dtype == torch::kFloat32)
+      rms_norm_rows(xc.data_ptr<float>(), w.data_ptr<float>(), y.data_ptr<float>(), rows, dim,
+                    static_cast<float>(eps), scale_in_float32);
+    else
+      rms_norm_rows(xc.data_ptr<c10::BFloat16>(), w.data_ptr<c10::BFloat16>(),
+                    y.data_ptr<c10::BFloat16>(), rows, dim, static_cast<float>(eps),
+                    scale_in_float32);
+    return y;
+  }
   const torch::Tensor h = x.to(torch::kFloat32);
   const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
   if (scale_in_float32) return (normed * weight.to(torch::kFloat32)).to(x.scalar_type());

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "alto/core/threading.h"
 #include "alto/models/blocks/norm.h"
 
 using namespace alto::models::blocks;  // NOLINT
@@ -33,4 +34,36 @@ TEST_CASE("RMSNorm and LayerNorm equal their definitions", "[models][blocks][nor
   reference->bias.data().copy_(ln->bias);
   torch::NoGradGuard no_grad;
   CHECK(torch::allclose(ln->forward(x), reference->forward(x), 1e-5, 1e-6));
+}
+
+TEST_CASE("RMSNorm's one-pass CPU rows equal transformers' operators", "[models][blocks][norm]") {
+  torch::manual_seed(1);
+  const int saved = alto::num_threads();
+  alto::set_num_threads(2);
+  for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    for (const bool scale_in_float32 : {false, true}) {
+      for (const auto& [rows, dim] :
+           {std::pair<int64_t, int64_t>{1, 896}, {300, 13}, {3, 8}, {2, 0}}) {
+        INFO("dtype " << dtype << " scale_in_float32 " << scale_in_float32 << " rows " << rows
+                      << " dim " << dim);
+        RmsNorm rms(dim, 1e-6, torch::TensorOptions().dtype(dtype), scale_in_float32);
+        rms->weight.copy_(torch::randn({dim}));
+        // Non-contiguous, as a slice of a fused projection arrives.
+        const torch::Tensor x = (torch::randn({rows, 2 * dim}) * 3).to(dtype).narrow(1, 0, dim);
+        const torch::Tensor h = x.to(torch::kFloat32);
+        const torch::Tensor normed = h * torch::rsqrt(h.pow(2).mean(-1, true) + 1e-6);
+        const torch::Tensor expected = scale_in_float32
+                                           ? (normed * rms->weight.to(torch::kFloat32)).to(dtype)
+                                           : rms->weight * normed.to(dtype);
+        const torch::Tensor actual = rms->forward(x);
+        REQUIRE(actual.scalar_type() == dtype);
+        REQUIRE(actual.sizes() == expected.sizes());
+        // Float32's summation order differs; in bfloat16 that can move a rounding by one step.
+        const double rtol = dtype == torch::kFloat32 ? 1e-6 : 1.0 / 128;
+        CHECK(
+            torch::allclose(actual.to(torch::kFloat64), expected.to(torch::kFloat64), rtol, 1e-6));
+      }
+    }
+  }
+  alto::set_num_threads(saved);
 }
