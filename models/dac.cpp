@@ -106,20 +106,21 @@ class ResidualUnitImpl : public torch::nn::Module {
     // bfloat16 computes in float32 where libtorch's bfloat16 convolution is a scalar loop (no
     // AVX-512 BF16): the weights widened once per call, each tile's window in cache.
     const bool widen = x.scalar_type() == torch::kBFloat16 && kernels::widen_bfloat16_products();
-    const auto compute = [widen](const torch::Tensor& t) {
-      return widen ? t.to(torch::kFloat32) : t;
-    };
-    const torch::Tensor w1 = compute(conv1->weight), b1 = compute(conv1->bias);
-    const torch::Tensor w2 = compute(conv2->weight), b2 = compute(conv2->bias);
+    const torch::Tensor w1 = kernels::widened_if(widen, conv1->weight);
+    const torch::Tensor b1 = kernels::widened_if(widen, conv1->bias);
+    const torch::Tensor w2 = kernels::widened_if(widen, conv2->weight);
+    const torch::Tensor b2 = kernels::widened_if(widen, conv2->bias);
     const int64_t length = x.size(2), reach = 3 * dilation;
     torch::Tensor y = empty_activation(x.sizes(), x.options());
     kernels::for_each_time_tile(length, kernels::time_tile(x.size(1)), [&](int64_t t0, int64_t t1) {
-      const torch::Tensor window = compute(kernels::zero_padded_window(x, t0 - reach, t1 + reach));
+      const torch::Tensor window =
+          kernels::widened_if(widen, kernels::zero_padded_window(x, t0 - reach, t1 + reach));
       torch::Tensor h =
           torch::conv1d(snake1->forward(window), w1, b1, /*stride=*/1, kNoPadding, dilation);
       snake2->apply_(h);
-      kernels::copy_to_time_slice(y, t0,
-                                  torch::conv1d(h, w2, b2).add_(compute(x.narrow(2, t0, t1 - t0))));
+      kernels::copy_to_time_slice(
+          y, t0,
+          torch::conv1d(h, w2, b2).add_(kernels::widened_if(widen, x.narrow(2, t0, t1 - t0))));
     });
     return y;
   }

@@ -158,21 +158,18 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
     return y.view({x.size(0), out_length, weight.size(0)}).permute({0, 2, 1}).contiguous();
   }
   // Widened, the weights once per call and the activation tile by tile, in cache.
-  const auto compute = [widen](const torch::Tensor& t) {
-    return widen && t.defined() ? t.to(torch::kFloat32) : t;
-  };
-  const torch::Tensor w = compute(weight), b = compute(bias);
+  const torch::Tensor w = widened_if(widen, weight), b = widened_if(widen, bias);
   const int64_t tile = time_tile(std::max(x.size(1), weight.size(0)));
   if (!tiles_on(x) || out_length <= 2 * tile) {
-    const torch::Tensor input = compute(x);
+    const torch::Tensor input = widened_if(widen, x);
     return torch::conv1d(before ? before(input) : input, w, b, stride, padding, dilation, groups)
         .to(x.scalar_type());
   }
   torch::Tensor y = empty_activation({x.size(0), weight.size(0), out_length}, x.options());
   const int64_t no_padding = 0;  // a literal 0 would also convert to conv1d's padding string
   for_each_time_tile(out_length, tile, [&](int64_t o0, int64_t o1) {
-    const torch::Tensor window =
-        compute(zero_padded_window(x, o0 * stride - padding, (o1 - 1) * stride - padding + span));
+    const torch::Tensor window = widened_if(
+        widen, zero_padded_window(x, o0 * stride - padding, (o1 - 1) * stride - padding + span));
     copy_to_time_slice(y, o0,
                        torch::conv1d(before ? before(window) : window, w, b, stride, no_padding,
                                      dilation, groups));

@@ -506,6 +506,9 @@ bool is_int8(const torch::Tensor& weight) {
 
 namespace {
 
+// Floats of a weight block widened in cache (2 MB).
+constexpr int64_t kWidenedBlockFloats = int64_t{1} << 19;
+
 // x [rows, in] float32 contiguous @ W^T -> float32 [rows, out], W [out, in] written into a float32
 // buffer block by block by widen(first_row, count, buffer): blocks of about 2 MB stay in cache
 // and each block's GEMM is written into its columns of y, so the float32 weight never exists
@@ -514,7 +517,7 @@ template <typename Widen>
 torch::Tensor gemm_on_widened_blocks(const torch::Tensor& x, int64_t out, const Widen& widen) {
   const int64_t rows = x.size(0), in = x.size(1);
   const int64_t block =
-      std::min(out, std::max<int64_t>(16, (int64_t{1} << 19) / std::max<int64_t>(in, 1)));
+      std::min(out, std::max<int64_t>(16, kWidenedBlockFloats / std::max<int64_t>(in, 1)));
   torch::Tensor buffer = torch::empty({block, in}, torch::kFloat32);
   torch::Tensor y = torch::empty({rows, out}, torch::kFloat32);
   for (int64_t o = 0; o < out; o += block) {
@@ -563,6 +566,10 @@ torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
 
 bool widen_bfloat16_products() { return available_isa() < Isa::kAvx512Bf16; }
 
+torch::Tensor widened_if(bool widen, const torch::Tensor& t) {
+  return widen && t.defined() ? t.to(torch::kFloat32) : t;
+}
+
 torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight,
                                          const torch::Tensor& bias) {
   ALTO_CHECK(weight.dim() == 2 && weight.scalar_type() == torch::kBFloat16 && weight.is_cpu() &&
@@ -594,7 +601,7 @@ torch::Tensor matmul_bfloat16_in_float32(const torch::Tensor& x, const torch::Te
   // each added into y while in cache.
   const int64_t in = weight.size(0), out = weight.size(1);
   const int64_t block =
-      std::min(in, std::max<int64_t>(8, (int64_t{1} << 19) / std::max<int64_t>(out, 1)));
+      std::min(in, std::max<int64_t>(8, kWidenedBlockFloats / std::max<int64_t>(out, 1)));
   const torch::Tensor w = weight.contiguous();
   torch::Tensor buffer = torch::empty({block, out}, torch::kFloat32);
   torch::Tensor y = torch::zeros({x.size(0), out}, torch::kFloat32);

@@ -55,6 +55,9 @@ torch::Tensor linear_int8(const torch::Tensor& x, const torch::Tensor& weight,
 /// on CPUs without AVX-512 BF16, where libtorch's bfloat16 GEMM is a scalar loop (a whisper-base
 /// encoder window took 37 s, float32 1.2 s).
 bool widen_bfloat16_products();
+/// `t` in float32 when `widen` and `t` is defined, else `t` as it is: an operand of a bfloat16
+/// product that computes in float32.
+torch::Tensor widened_if(bool widen, const torch::Tensor& t);
 /// x [rows, in] @ weight^T + bias for bfloat16 x, weight [out, in] and bias [out] (or
 /// undefined), summed in float32 GEMMs on blocks of the weight widened in cache; the float32
 /// result, for the caller to round once (after an activation, if any).
