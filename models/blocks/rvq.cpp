@@ -2,10 +2,14 @@
 
 #include <torch/torch.h>
 
+#include <array>
+#include <cmath>
 #include <sstream>
+#include <vector>
 
 #include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
+#include "alto/models/internal/few_rows.h"
 
 namespace alto::models::blocks {
 
@@ -20,6 +24,34 @@ models::blocks::Conv1d projection(int64_t in, int64_t out, bool bias,
                                   const torch::TensorOptions& options) {
   return models::blocks::Conv1d(models::blocks::Conv1dOptions{in, out, 1, 1, 0, 1, 1, bias},
                                 options);
+}
+
+// x.pow(2).sum(-1) of one float32 row as libtorch's AVX2 sum kernel adds it (four 8-lane
+// accumulators over 32-element blocks, then in order), so that raw-row distances equal the
+// tensor path's.
+float sum_of_squares(const float* x, int64_t n) {
+  float lanes[32] = {};
+  const int64_t blocks = n / 32 * 32;
+  for (int64_t i = 0; i < blocks; i += 32)
+    for (int j = 0; j < 32; ++j) lanes[j] += x[i + j] * x[i + j];
+  float vector[8];
+  for (int j = 0; j < 8; ++j)
+    vector[j] = ((lanes[j] + lanes[8 + j]) + lanes[16 + j]) + lanes[24 + j];
+  float sum = 0;
+  for (float lane : vector) sum += lane;
+  for (int64_t i = blocks; i < n; ++i) sum += x[i] * x[i];
+  return sum;
+}
+
+// The first index of the smallest (`smallest`) or largest value, NaN first as libtorch's
+// argmin / max take it.
+int64_t first_extreme(const float* values, int64_t n, bool smallest) {
+  int64_t best = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (std::isnan(values[j])) return j;
+    if (smallest ? values[j] < values[best] : values[j] > values[best]) best = j;
+  }
+  return best;
 }
 
 }  // namespace
@@ -118,7 +150,7 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
              "ResidualVectorQuantizer.encode: num_quantizers must lie in [1, ",
              options_.num_quantizers, "], got ", num_quantizers);
   std::vector<torch::Tensor> codes, projected;
-  torch::Tensor sum;
+  torch::Tensor sum, stacked_codes;
   if (stages_.front().in_proj) {
     // Per-stage projections, DacResidualVectorQuantize.forward: each stage projects the residual,
     // quantizes it and projects back; the straight-through sum p + (q - p) is kept as transformers
@@ -136,20 +168,64 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
     }
   } else {
     torch::Tensor residual = input_proj ? input_proj->forward(latent) : latent;
-    for (int64_t q = 0; q < k; ++q) {
-      const CodebookStage& stage = stages_[q];
-      torch::Tensor ids = nearest(stage, residual);
-      torch::Tensor chosen = lookup(stage, ids);
-      residual = residual - chosen;
-      codes.push_back(ids);
-      if (quantized) sum = sum.defined() ? sum + chosen : chosen;
+    if (encodes_rows(residual)) {
+      stacked_codes = encode_rows(residual, k, quantized ? &sum : nullptr);
+    } else {
+      for (int64_t q = 0; q < k; ++q) {
+        const CodebookStage& stage = stages_[q];
+        torch::Tensor ids = nearest(stage, residual);
+        torch::Tensor chosen = lookup(stage, ids);
+        residual = residual - chosen;
+        codes.push_back(ids);
+        if (quantized) sum = sum.defined() ? sum + chosen : chosen;
+      }
     }
     if (quantized && output_proj) sum = output_proj->forward(sum);
   }
   if (quantized) *quantized = sum;
   if (projected_latents)
     *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
-  return torch::stack(codes, 1);
+  return stacked_codes.defined() ? stacked_codes : torch::stack(codes, 1);
+}
+
+bool ResidualVectorQuantizerImpl::encodes_rows(const torch::Tensor& latent) const {
+  const torch::Tensor& words = stages_.front().codewords;
+  const int64_t rows = latent.size(0) * latent.size(2);
+  return entry_->nearest_rows && latent.is_cpu() && latent.scalar_type() == torch::kFloat32 &&
+         rows >= 1 && rows <= kernels::kMaxFewRows && words.is_cpu() &&
+         words.scalar_type() == torch::kFloat32;
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::encode_rows(const torch::Tensor& latent, int64_t k,
+                                                       torch::Tensor* quantized) const {
+  const int64_t batch = latent.size(0), dim = latent.size(1), frames = latent.size(2);
+  const int64_t rows = batch * frames;
+  // [batch, frames, dim], a copy: the stages subtract from it.
+  torch::Tensor residual = latent.permute({0, 2, 1}).clone(torch::MemoryFormat::Contiguous);
+  torch::Tensor sum = quantized ? torch::empty_like(residual) : torch::Tensor();
+  torch::Tensor codes = torch::empty({batch, k, frames}, latent.options().dtype(torch::kInt64));
+  float* r = residual.data_ptr<float>();
+  float* s = quantized ? sum.data_ptr<float>() : nullptr;
+  int64_t* code = codes.data_ptr<int64_t>();
+  std::array<int64_t, kernels::kMaxFewRows> ids{};
+  for (int64_t q = 0; q < k; ++q) {
+    const CodebookStage& stage = stages_[q];
+    entry_->nearest_rows(stage, r, rows, ids.data());
+    const torch::Tensor words = stage.codewords.contiguous();
+    for (int64_t row = 0; row < rows; ++row) {
+      // encode()'s `residual - chosen` and `sum + chosen`, element by element.
+      const float* chosen = words.data_ptr<float>() + ids[row] * dim;
+      float* x = r + row * dim;
+      for (int64_t i = 0; i < dim; ++i) x[i] -= chosen[i];
+      if (s) {
+        float* total = s + row * dim;
+        for (int64_t i = 0; i < dim; ++i) total[i] = q == 0 ? chosen[i] : total[i] + chosen[i];
+      }
+      code[(row / frames * k + q) * frames + row % frames] = ids[row];
+    }
+  }
+  if (quantized) *quantized = sum.permute({0, 2, 1});
+  return codes;
 }
 
 torch::Tensor ResidualVectorQuantizerImpl::decode(const torch::Tensor& codes,
@@ -160,19 +236,46 @@ torch::Tensor ResidualVectorQuantizerImpl::decode(const torch::Tensor& codes,
               "ResidualVectorQuantizer.decode");
   torch::Tensor sum;
   std::vector<torch::Tensor> projected;
-  for (int64_t q = 0; q < codes.size(1); ++q) {
-    const CodebookStage& stage = stages_[q];
-    torch::Tensor chosen = lookup(stage, codes.select(1, q));
-    if (stage.out_proj) {
-      projected.push_back(chosen);
-      chosen = stage.out_proj->forward(chosen);
+  const torch::Tensor& words = stages_.front().codewords;
+  if (!stages_.front().out_proj && codes.is_cpu() && words.is_cpu() &&
+      words.scalar_type() == torch::kFloat32) {
+    sum = sum_codewords(codes);
+  } else {
+    for (int64_t q = 0; q < codes.size(1); ++q) {
+      const CodebookStage& stage = stages_[q];
+      torch::Tensor chosen = lookup(stage, codes.select(1, q));
+      if (stage.out_proj) {
+        projected.push_back(chosen);
+        chosen = stage.out_proj->forward(chosen);
+      }
+      sum = sum.defined() ? sum + chosen : chosen;
     }
-    sum = sum.defined() ? sum + chosen : chosen;
   }
   if (output_proj) sum = output_proj->forward(sum);
   if (projected_latents)
     *projected_latents = projected.empty() ? torch::Tensor() : torch::cat(projected, 1);
   return sum;
+}
+
+torch::Tensor ResidualVectorQuantizerImpl::sum_codewords(const torch::Tensor& codes) const {
+  const int64_t batch = codes.size(0), k = codes.size(1), frames = codes.size(2);
+  const int64_t dim = options_.codebook_dim;
+  std::vector<torch::Tensor> words;
+  for (int64_t q = 0; q < k; ++q) words.push_back(stages_[q].codewords.contiguous());
+  const torch::Tensor ids = codes.contiguous();
+  const int64_t* id = ids.data_ptr<int64_t>();
+  torch::Tensor sum = torch::empty({batch, frames, dim}, words.front().options());
+  float* out = sum.data_ptr<float>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t f = 0; f < frames; ++f) {
+      float* total = out + (b * frames + f) * dim;
+      for (int64_t q = 0; q < k; ++q) {
+        // decode()'s `sum + chosen` stage after stage, element by element.
+        const float* chosen = words[q].data_ptr<float>() + id[(b * k + q) * frames + f] * dim;
+        for (int64_t i = 0; i < dim; ++i) total[i] = q == 0 ? chosen[i] : total[i] + chosen[i];
+      }
+    }
+  return sum.permute({0, 2, 1});
 }
 
 const Registry<CodebookEntry>& codebooks() { return Registry<CodebookEntry>::instance(); }
@@ -203,7 +306,38 @@ CodebookEntry encodec_codebook() {
                                  2 * blocks::linear(x, stage.search) + stage.search_norms);
     return std::get<1>(dist.max(-1));
   };
+  e.nearest_rows = [](const CodebookStage& stage, const float* x, int64_t rows, int64_t* ids) {
+    const int64_t n = stage.search.size(0), dim = stage.search.size(1);
+    std::vector<float> dist(rows * n);
+    kernels::linear_few_rows(x, rows, dim, stage.search.data_ptr<float>(), n, nullptr, dist.data());
+    const float* norms = stage.search_norms.data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const float squares = sum_of_squares(x + r * dim, dim);
+      float* d = dist.data() + r * n;
+      for (int64_t j = 0; j < n; ++j) d[j] = -((squares - 2 * d[j]) + norms[j]);
+      ids[r] = first_extreme(d, n, /*smallest=*/false);
+    }
+  };
   return e;
+}
+
+// torch.cdist computes distances directly (not as a matrix product) up to this many rows on
+// both sides.
+constexpr int64_t kCdistDirectMax = 25;
+
+// Mimi's nearest codeword: cdist's own operations on the prepared codebook side, bit-equal to it
+// (tested).
+torch::Tensor mimi_nearest(const CodebookStage& stage, const torch::Tensor& x) {
+  const torch::Tensor f = x.to(torch::kFloat32);
+  if (f.size(0) <= kCdistDirectMax && stage.search.size(0) <= kCdistDirectMax) {
+    const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
+    return torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
+  }
+  const torch::Tensor lhs = torch::cat(
+      {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
+      -1);
+  // linear(): a streaming step's few rows read the codebook once.
+  return blocks::linear(lhs, stage.search).clamp_min_(0).sqrt_().argmin(-1);
 }
 
 // Mimi: layers.{i}.codebook.{initialized,cluster_usage,embed_sum}, codeword = embed_sum /
@@ -230,18 +364,31 @@ CodebookEntry mimi_codebook() {
     stage.search = torch::cat(
         {c, torch::ones({c.size(0), 1}, c.options()), c.pow(2).sum(-1, /*keepdim=*/true)}, -1);
   };
-  e.nearest = [](const CodebookStage& stage, const torch::Tensor& x) {
-    // cdist's own operations on the prepared codebook side, bit-equal to it (tested).
-    const torch::Tensor f = x.to(torch::kFloat32);
-    if (f.size(0) <= 25 && stage.search.size(0) <= 25) {  // cdist's direct form
-      const torch::Tensor codebook = stage.search.narrow(1, 0, f.size(1));
-      return torch::cdist(f.unsqueeze(0), codebook.unsqueeze(0), 2.0)[0].argmin(-1);
+  e.nearest = mimi_nearest;
+  e.nearest_rows = [](const CodebookStage& stage, const float* x, int64_t rows, int64_t* ids) {
+    const int64_t n = stage.search.size(0), dim = stage.search.size(1) - 2;
+    if (n <= kCdistDirectMax) {
+      const torch::Tensor found =
+          mimi_nearest(stage, torch::from_blob(const_cast<float*>(x), {rows, dim}));
+      std::copy(found.data_ptr<int64_t>(), found.data_ptr<int64_t>() + rows, ids);
+      return;
     }
-    const torch::Tensor lhs = torch::cat(
-        {f.mul(-2), f.pow(2).sum(-1, /*keepdim=*/true), torch::ones({f.size(0), 1}, f.options())},
-        -1);
-    // linear(): a streaming step's few rows read the codebook once.
-    return blocks::linear(lhs, stage.search).clamp_min_(0).sqrt_().argmin(-1);
+    // mimi_nearest's operations on raw rows: [-2 x, |x|^2, 1] against the prepared side.
+    std::vector<float> lhs(rows * (dim + 2)), dist(rows * n);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * dim;
+      float* l = lhs.data() + r * (dim + 2);
+      for (int64_t i = 0; i < dim; ++i) l[i] = row[i] * -2.f;
+      l[dim] = sum_of_squares(row, dim);
+      l[dim + 1] = 1.f;
+    }
+    kernels::linear_few_rows(lhs.data(), rows, dim + 2, stage.search.data_ptr<float>(), n, nullptr,
+                             dist.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      float* d = dist.data() + r * n;
+      for (int64_t j = 0; j < n; ++j) d[j] = std::sqrt(d[j] < 0.f ? 0.f : d[j]);
+      ids[r] = first_extreme(d, n, /*smallest=*/true);
+    }
   };
   return e;
 }

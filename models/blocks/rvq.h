@@ -68,6 +68,12 @@ struct CodebookEntry {
       prepare;
   /// x [rows, codebook_dim] -> the nearest codeword's id per row, int64 [rows].
   std::function<torch::Tensor(const CodebookStage& stage, const torch::Tensor& x)> nearest;
+  /// Optional: `nearest` on raw float32 rows x [rows, codebook_dim], rows <=
+  /// kernels::kMaxFewRows, writing ids [rows]: a streaming step's few frames, where a stage's
+  /// dozen tensor operations cost more than reading its codebook. Families that have it
+  /// encode such steps without tensor operations between the stages.
+  std::function<void(const CodebookStage& stage, const float* x, int64_t rows, int64_t* ids)>
+      nearest_rows;
 };
 const Registry<CodebookEntry>& codebooks();
 
@@ -102,6 +108,13 @@ class ResidualVectorQuantizerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor nearest(const CodebookStage& stage, const torch::Tensor& latent) const;
+  /// encode() of the stages after input_proj on raw rows (CodebookEntry::nearest_rows), when
+  /// `latent` is a few float32 CPU frames and the codewords float32.
+  bool encodes_rows(const torch::Tensor& latent) const;
+  torch::Tensor encode_rows(const torch::Tensor& latent, int64_t k, torch::Tensor* quantized) const;
+  /// decode()'s sum of float32 codewords without stage projections, in one pass over the codes
+  /// rather than tensor operations per stage: [batch, codebook_dim, frames].
+  torch::Tensor sum_codewords(const torch::Tensor& codes) const;
   torch::Tensor lookup(const CodebookStage& stage, const torch::Tensor& ids) const;
 
   ResidualVectorQuantizerOptions options_;

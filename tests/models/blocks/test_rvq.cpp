@@ -111,6 +111,40 @@ TEST_CASE("RVQ picks the nearest codeword stage by stage", "[codec][rvq]") {
   }
 }
 
+TEST_CASE("RVQ encodes a stream's few frames as it encodes many", "[codec][rvq]") {
+  // A few float32 frames take the raw-row path (nearest_rows), more frames the tensor operations:
+  // the same codes and quantized latent, bit for bit. 64 codewords put Mimi's search in cdist's
+  // matrix-product form; a width of 40 leaves a tail after the 32-element blocks.
+  for (const std::string kind : {"encodec", "mimi"})
+    for (const int64_t dim : {32, 40}) {
+      ResidualVectorQuantizerOptions o = options(kind, dim);
+      o.codebook_size = 64;
+      o.codebook_dim = dim;
+      o.num_quantizers = 4;
+      ResidualVectorQuantizer rvq(o, torch::TensorOptions());
+      INFO(o.to_string());
+      randomise(*rvq);
+      rvq->prepare();
+      torch::NoGradGuard no_grad;
+      const torch::Tensor latent = torch::randn({2, dim, 6});
+      const torch::Tensor before = latent.clone();
+      torch::Tensor quantized;
+      const torch::Tensor codes = rvq->encode(latent, 0, &quantized);
+      CHECK(torch::equal(latent, before));
+      for (int64_t f = 0; f < 6; ++f) {
+        torch::Tensor step_quantized;
+        const torch::Tensor step = rvq->encode(latent.narrow(2, f, 1), 0, &step_quantized);
+        CHECK(torch::equal(step, codes.narrow(2, f, 1)));
+        CHECK(torch::equal(step_quantized, quantized.narrow(2, f, 1)));
+      }
+      CHECK(torch::equal(rvq->encode(latent.narrow(0, 1, 1).narrow(2, 2, 4), 3),
+                         codes.narrow(0, 1, 1).narrow(2, 2, 4).narrow(1, 0, 3)));
+      CHECK(torch::equal(latent, before));
+      CHECK(torch::equal(rvq->decode(codes), quantized));
+      CHECK(torch::equal(rvq->decode(codes.narrow(2, 3, 1)), quantized.narrow(2, 3, 1)));
+    }
+}
+
 TEST_CASE("RVQ takes the first codeword on a tie and checks codes", "[codec][rvq]") {
   ResidualVectorQuantizer rvq(options("encodec", 4), torch::TensorOptions());
   randomise(*rvq);
