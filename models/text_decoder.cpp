@@ -327,11 +327,12 @@ torch::Tensor TextDecoder::forward(const torch::Tensor& inputs_embeds,
     const auto& layer = decoder.layers->at<DecoderLayerImpl>(i);
     const std::string name = impl_->prefix + "layers." + std::to_string(i);
     torch::Tensor weights;
-    x = x + layer.self_attn->forward(layer.input_layernorm->forward(x), impl_->rope, cos, sin,
-                                     mask_for(c.window_of(i)), &state.layers[i],
-                                     record_weights ? &weights : nullptr);
+    const torch::Tensor attention = layer.self_attn->forward(
+        layer.input_layernorm->forward(x), impl_->rope, cos, sin, mask_for(c.window_of(i)),
+        &state.layers[i], record_weights ? &weights : nullptr);
     if (record_weights) intermediates->add(name + ".self_attn.attn_weights", weights);
-    x = x + layer.mlp->forward(layer.post_attention_layernorm->forward(x));
+    const blocks::NormedSum attended = layer.post_attention_layernorm->forward_sum(x, attention);
+    x = attended.sum + layer.mlp->forward(attended.normed);
     if (intermediates) intermediates->add(name, x);
   }
   x = decoder.norm->forward(x);

@@ -7,11 +7,23 @@
 
 namespace alto::models::blocks {
 
+/// A pre-norm layer's residual add and the norm that reads its result: sum = x + delta (in their
+/// dtype, as torch adds them) and normed = norm(sum).
+struct NormedSum {
+  torch::Tensor sum, normed;
+};
+
 /// torch.nn.LayerNorm over the last dimension: weight and bias [dim].
 class LayerNormImpl : public torch::nn::Module {
  public:
   LayerNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+  /// torch::layer_norm; bfloat16 CPU rows in the row kernel of forward_sum (libtorch's is
+  /// several times slower there).
   torch::Tensor forward(const torch::Tensor& x) const;
+  /// {x + delta, forward(x + delta)}: one pass over each row for float32 or bfloat16 CPU tensors
+  /// of one shape (mean and variance summed in float32 lanes rather than libtorch's order); the
+  /// two operations elsewhere.
+  NormedSum forward_sum(const torch::Tensor& x, const torch::Tensor& delta) const;
 
   double eps;
   torch::Tensor weight, bias;
@@ -26,6 +38,9 @@ class RmsNormImpl : public torch::nn::Module {
   RmsNormImpl(int64_t dim, double eps, const torch::TensorOptions& options,
               bool scale_in_float32 = false);
   torch::Tensor forward(const torch::Tensor& x) const;
+  /// {x + delta, forward(x + delta)}: one pass over each row for float32 or bfloat16 CPU tensors
+  /// of one shape (results equal to the two operations'); the two operations elsewhere.
+  NormedSum forward_sum(const torch::Tensor& x, const torch::Tensor& delta) const;
 
   double eps;
   bool scale_in_float32;

@@ -322,11 +322,12 @@ torch::Tensor StreamingTransformerImpl::run(const torch::Tensor& input,
                         v);
     }
     attended = attended.transpose(1, 2).reshape({batch, time, -1});
-    x = x + layer.self_attn_layer_scale->forward(
-                linear(attended, attn.output_proj->weight, attn.output_proj->bias));
-    const torch::Tensor m = layer.post_attention_layernorm->forward(x);
+    const NormedSum residual = layer.post_attention_layernorm->forward_sum(
+        x, layer.self_attn_layer_scale->forward(
+               linear(attended, attn.output_proj->weight, attn.output_proj->bias)));
+    x = residual.sum;
     const torch::Tensor hidden =
-        linear(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias, o.hidden_act);
+        linear(residual.normed, layer.mlp->fc1->weight, layer.mlp->fc1->bias, o.hidden_act);
     x = x + layer.mlp_layer_scale->forward(
                 linear(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias));
   }

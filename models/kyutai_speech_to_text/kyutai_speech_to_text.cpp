@@ -449,9 +449,10 @@ torch::Tensor KyutaiSpeechToText::forward(const torch::Tensor& inputs_embeds,
   const DecoderImpl& decoder = *impl_->module;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
     const auto& layer = decoder.layers->at<DecoderLayerImpl>(i);
-    x = x + layer.self_attn->forward(layer.input_layernorm->forward(x), impl_->rope, cos, sin,
-                                     state.layers[i], step);
-    x = x + layer.mlp->forward(layer.post_attention_layernorm->forward(x));
+    const blocks::NormedSum attended = layer.post_attention_layernorm->forward_sum(
+        x, layer.self_attn->forward(layer.input_layernorm->forward(x), impl_->rope, cos, sin,
+                                    state.layers[i], step));
+    x = attended.sum + layer.mlp->forward(attended.normed);
     if (intermediates) intermediates->add("model.layers." + std::to_string(i), x);
   }
   state.positions.commit(step);

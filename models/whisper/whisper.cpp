@@ -230,12 +230,12 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
         q, cache.self_key, cache.self_value, causal, {}, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
-    x = x + attention;
+    const blocks::NormedSum attended = layer.encoder_attn_layer_norm->forward_sum(x, attention);
+    x = attended.sum;
 
     // The rows of one audio window attend to its keys together: fold them into the query
     // length, [A * G, H, T, hd] -> [A, H, G * T, hd], so the audio is never copied per row.
-    torch::Tensor cross_q =
-        layer.encoder_attn->project_q(layer.encoder_attn_layer_norm->forward(x));
+    torch::Tensor cross_q = layer.encoder_attn->project_q(attended.normed);
     const int64_t heads = cross_q.size(1), head_dim = cross_q.size(3);
     cross_q = cross_q.view({audios, group, heads, length, head_dim})
                   .transpose(1, 2)
@@ -252,9 +252,8 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
                weights.view({audios, heads, group, length, -1})
                    .transpose(1, 2)
                    .reshape({rows, heads, length, -1}));
-    x = x + cross_attention;
-
-    x = x + feed_forward(layer.final_layer_norm->forward(x), layer.fc1, layer.fc2, activation);
+    const blocks::NormedSum crossed = layer.final_layer_norm->forward_sum(x, cross_attention);
+    x = crossed.sum + feed_forward(crossed.normed, layer.fc1, layer.fc2, activation);
     if (out) out->add(layer_name, x);
   }
   state.length += length;

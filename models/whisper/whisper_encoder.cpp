@@ -125,8 +125,8 @@ torch::Tensor WhisperEncoder::Impl::encode(const torch::Tensor& features,
         merge_heads(attend(q, k, v, {}, key_padding, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
-    x = x + attention;
-    x = x + feed_forward(layer.final_layer_norm->forward(x), layer.fc1, layer.fc2, activation);
+    const blocks::NormedSum attended = layer.final_layer_norm->forward_sum(x, attention);
+    x = attended.sum + feed_forward(attended.normed, layer.fc1, layer.fc2, activation);
     // transformers' guard against float16 overflow in the residual stream.
     if (x.scalar_type() == torch::kFloat16 &&
         (x.isinf().any().item<bool>() || x.isnan().any().item<bool>())) {
