@@ -56,13 +56,7 @@ void layer_norm_row(const T* row, const T* weight, const T* bias, T* out, int64_
 template <typename T>
 void rms_norm_row(const T* row, const T* weight, T* out, int64_t dim, float eps,
                   bool scale_in_float32) {
-  float lanes[8] = {};
-  for (int64_t i = 0; i < dim; ++i) {
-    const float h = static_cast<float>(row[i]);
-    lanes[i % 8] += h * h;
-  }
-  const float sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-                    ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  const float sum = lane_sum(row, dim, [](float h) { return h * h; });
   const float inverse = 1.f / std::sqrt(sum / static_cast<float>(dim) + eps);
   for (int64_t k = 0; k < dim; ++k) {
     const float normed = static_cast<float>(row[k]) * inverse;
