@@ -169,7 +169,8 @@ torch::Tensor ResidualVectorQuantizerImpl::encode(const torch::Tensor& latent,
   } else {
     torch::Tensor residual = input_proj ? input_proj->forward(latent) : latent;
     if (encodes_rows(residual)) {
-      stacked_codes = encode_rows(residual, k, quantized ? &sum : nullptr);
+      stacked_codes = encode_rows(residual, k);
+      if (quantized) sum = sum_codewords(stacked_codes);
     } else {
       for (int64_t q = 0; q < k; ++q) {
         const CodebookStage& stage = stages_[q];
@@ -196,16 +197,14 @@ bool ResidualVectorQuantizerImpl::encodes_rows(const torch::Tensor& latent) cons
          words.scalar_type() == torch::kFloat32;
 }
 
-torch::Tensor ResidualVectorQuantizerImpl::encode_rows(const torch::Tensor& latent, int64_t k,
-                                                       torch::Tensor* quantized) const {
+torch::Tensor ResidualVectorQuantizerImpl::encode_rows(const torch::Tensor& latent,
+                                                       int64_t k) const {
   const int64_t batch = latent.size(0), dim = latent.size(1), frames = latent.size(2);
   const int64_t rows = batch * frames;
   // [batch, frames, dim], a copy: the stages subtract from it.
   torch::Tensor residual = latent.permute({0, 2, 1}).clone(torch::MemoryFormat::Contiguous);
-  torch::Tensor sum = quantized ? torch::empty_like(residual) : torch::Tensor();
   torch::Tensor codes = torch::empty({batch, k, frames}, latent.options().dtype(torch::kInt64));
   float* r = residual.data_ptr<float>();
-  float* s = quantized ? sum.data_ptr<float>() : nullptr;
   int64_t* code = codes.data_ptr<int64_t>();
   std::array<int64_t, kernels::kMaxFewRows> ids{};
   for (int64_t q = 0; q < k; ++q) {
@@ -213,18 +212,13 @@ torch::Tensor ResidualVectorQuantizerImpl::encode_rows(const torch::Tensor& late
     entry_->nearest_rows(stage, r, rows, ids.data());
     const torch::Tensor words = stage.codewords.contiguous();
     for (int64_t row = 0; row < rows; ++row) {
-      // encode()'s `residual - chosen` and `sum + chosen`, element by element.
+      // encode()'s `residual - chosen`, element by element.
       const float* chosen = words.data_ptr<float>() + ids[row] * dim;
       float* x = r + row * dim;
       for (int64_t i = 0; i < dim; ++i) x[i] -= chosen[i];
-      if (s) {
-        float* total = s + row * dim;
-        for (int64_t i = 0; i < dim; ++i) total[i] = q == 0 ? chosen[i] : total[i] + chosen[i];
-      }
       code[(row / frames * k + q) * frames + row % frames] = ids[row];
     }
   }
-  if (quantized) *quantized = sum.permute({0, 2, 1});
   return codes;
 }
 
@@ -270,7 +264,7 @@ torch::Tensor ResidualVectorQuantizerImpl::sum_codewords(const torch::Tensor& co
     for (int64_t f = 0; f < frames; ++f) {
       float* total = out + (b * frames + f) * dim;
       for (int64_t q = 0; q < k; ++q) {
-        // decode()'s `sum + chosen` stage after stage, element by element.
+        // The tensor paths' `sum + chosen` stage after stage, element by element.
         const float* chosen = words[q].data_ptr<float>() + id[(b * k + q) * frames + f] * dim;
         for (int64_t i = 0; i < dim; ++i) total[i] = q == 0 ? chosen[i] : total[i] + chosen[i];
       }

@@ -108,12 +108,14 @@ class ResidualVectorQuantizerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor nearest(const CodebookStage& stage, const torch::Tensor& latent) const;
-  /// encode() of the stages after input_proj on raw rows (CodebookEntry::nearest_rows), when
-  /// `latent` is a few float32 CPU frames and the codewords float32.
+  /// encode()'s codes from the stages after input_proj on raw rows
+  /// (CodebookEntry::nearest_rows), when `latent` is a few float32 CPU frames and the codewords
+  /// float32.
   bool encodes_rows(const torch::Tensor& latent) const;
-  torch::Tensor encode_rows(const torch::Tensor& latent, int64_t k, torch::Tensor* quantized) const;
-  /// decode()'s sum of float32 codewords without stage projections, in one pass over the codes
-  /// rather than tensor operations per stage: [batch, codebook_dim, frames].
+  torch::Tensor encode_rows(const torch::Tensor& latent, int64_t k) const;
+  /// The sum of float32 codewords without stage projections, stage after stage as decode()'s and
+  /// encode()'s `sum + chosen`, in one pass over the codes rather than tensor operations per
+  /// stage: [batch, codebook_dim, frames].
   torch::Tensor sum_codewords(const torch::Tensor& codes) const;
   torch::Tensor lookup(const CodebookStage& stage, const torch::Tensor& ids) const;
 
