@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -133,11 +134,13 @@ torch::Tensor fused_attention(const torch::Tensor& q_in, const torch::Tensor& k_
       2 * kQueryTile * head_dim + kQueryTile * kKeyBlock + 2 * kQueryTile + kKeyBlock * head_dim;
   const bool bfloat16 = q.scalar_type() == torch::kBFloat16;
   parallel_for(0, items, 1, [&](int64_t first, int64_t last) {
-    std::vector<float> scratch(scratch_floats);
+    // Every part of the scratch is written before it is read: not zeroed (a decoding step's
+    // attention is short enough for a 99 KiB memset to show).
+    const std::unique_ptr<float[]> scratch(new float[scratch_floats]);
     if (bfloat16)
-      attend<uint16_t>(isa, p, first, last, scratch.data());
+      attend<uint16_t>(isa, p, first, last, scratch.get());
     else
-      attend<float>(isa, p, first, last, scratch.data());
+      attend<float>(isa, p, first, last, scratch.get());
   });
   // bfloat16 operands get a bfloat16 result, rounded once from the float32 sums.
   return (bfloat16 ? out.to(torch::kBFloat16) : out).permute({0, 2, 1, 3});

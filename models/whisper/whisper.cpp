@@ -2,10 +2,12 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
@@ -61,6 +63,29 @@ class DecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Decoder);
 
+// Writes a step's keys and values after the cached ones, doubling the buffers when they are
+// full (up to the decoder's positions): torch::cat copied the whole cache every step.
+void append_self_attention(WhisperDecoderState::Layer& cache, const torch::Tensor& k,
+                           const torch::Tensor& v, int64_t max_positions) {
+  const int64_t length = cache.self_key.size(2), fresh = k.size(2);
+  if (length + fresh > cache.self_key_buffer.size(2)) {
+    const int64_t capacity = std::min(max_positions, std::max<int64_t>(2 * length, length + fresh));
+    auto grown = [&](const torch::Tensor& cached) {
+      std::vector<int64_t> sizes = cached.sizes().vec();
+      sizes[2] = capacity;
+      torch::Tensor buffer = torch::empty(sizes, cached.options());
+      buffer.narrow(2, 0, length).copy_(cached);
+      return buffer;
+    };
+    cache.self_key_buffer = grown(cache.self_key);
+    cache.self_value_buffer = grown(cache.self_value);
+  }
+  cache.self_key_buffer.narrow(2, length, fresh).copy_(k);
+  cache.self_value_buffer.narrow(2, length, fresh).copy_(v);
+  cache.self_key = cache.self_key_buffer.narrow(2, 0, length + fresh);
+  cache.self_value = cache.self_value_buffer.narrow(2, 0, length + fresh);
+}
+
 }  // namespace
 
 int64_t WhisperDecoderState::rows() const {
@@ -84,8 +109,10 @@ void WhisperDecoderState::select_rows(const torch::Tensor& rows) {
                ", which is not a row of audio window ", i / group);
   const torch::Tensor index = cpu_rows.to(layers.front().self_key.device());
   for (Layer& layer : layers) {
-    layer.self_key = layer.self_key.index_select(0, index);
-    layer.self_value = layer.self_value.index_select(0, index);
+    layer.self_key_buffer = layer.self_key_buffer.index_select(0, index);
+    layer.self_value_buffer = layer.self_value_buffer.index_select(0, index);
+    layer.self_key = layer.self_key_buffer.narrow(2, 0, length);
+    layer.self_value = layer.self_value_buffer.narrow(2, 0, length);
   }
   rows_per_audio = group;
 }
@@ -172,7 +199,7 @@ WhisperDecoderState Whisper::start(const torch::Tensor& encoder_hidden_states,
   state.rows_per_audio = rows_per_audio;
   for (const auto& layer : *impl_->decoder->layers) {
     auto [k, v] = layer->as<DecoderLayerImpl>()->encoder_attn->project_kv(audio);
-    state.layers.push_back({empty, empty, k, v});
+    state.layers.push_back({empty, empty, k, v, empty, empty});
   }
   return state;
 }
@@ -224,8 +251,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
     torch::Tensor weights;
 
     auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
-    cache.self_key = torch::cat({cache.self_key, k}, 2);
-    cache.self_value = torch::cat({cache.self_value, v}, 2);
+    append_self_attention(cache, k, v, config.max_target_positions);
     torch::Tensor attention = layer.self_attn->out_proj->forward(merge_heads(attend(
         q, cache.self_key, cache.self_value, causal, {}, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);

@@ -26,6 +26,9 @@ struct WhisperDecoderState {
   struct Layer {
     torch::Tensor self_key, self_value;    // [rows, heads, length, head_dim]
     torch::Tensor cross_key, cross_value;  // [audios, heads, audio_frames, head_dim]
+    /// [rows, heads, capacity, head_dim]: self_key and self_value are their first `length`
+    /// positions. Doubled when full, so a step writes only its own keys and values.
+    torch::Tensor self_key_buffer, self_value_buffer;
   };
   std::vector<Layer> layers;
   int64_t length = 0;          // tokens in the self-attention cache

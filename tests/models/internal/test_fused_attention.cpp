@@ -146,6 +146,32 @@ TEST_CASE("fused_attention on bfloat16 operands is the float32 kernel on their w
   }
 }
 
+TEST_CASE("fused_attention: a few queries' rows do not depend on the rows beside them",
+          "[fused_attention]") {
+  // Up to 8 queries read the keys as they lie and their rows run four at a time, then one at a
+  // time: Whisper's beams fold into the cross-attention's queries, and a beam's result must not
+  // depend on how many beams are beside it. Head sizes on and off the vector widths and beyond
+  // one single-row pass (144 = 9 AVX-512 vectors, 18 AVX2 ones).
+  torch::manual_seed(13);
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512}) {
+    const Isa previous = limit_isa(isa);
+    for (const int64_t head_dim : {64, 20, 144}) {
+      for (const torch::ScalarType dtype : {torch::kFloat32, torch::kBFloat16}) {
+        INFO("isa " << static_cast<int>(isa) << " D " << head_dim << " " << dtype);
+        const torch::Tensor q = torch::randn({1, 2, 7, head_dim}).to(dtype);
+        const torch::Tensor k = torch::randn({1, 2, 300, head_dim}).to(dtype);
+        const torch::Tensor v = torch::randn({1, 2, 300, head_dim}).to(dtype);
+        const torch::Tensor all = fused_attention(q, k, v, 0.1, {});
+        for (int64_t row = 0; row < 7; ++row)
+          CHECK(torch::equal(fused_attention(q.narrow(2, row, 1), k, v, 0.1, {}),
+                             all.narrow(2, row, 1)));
+        CHECK(torch::equal(fused_attention(q.narrow(2, 1, 5), k, v, 0.1, {}), all.narrow(2, 1, 5)));
+      }
+    }
+    limit_isa(previous);
+  }
+}
+
 TEST_CASE("fused_attention keeps memory to tiles: an hour of Mimi frames", "[fused_attention]") {
   // 45000 positions (an hour at 12.5 Hz) with Mimi's 250-key band: the score matrix alone would
   // be 8 GB per head; the kernel needs its tiles and the transposed keys.

@@ -133,6 +133,15 @@ TEST_CASE("Whisper batches audio windows and decoder rows", "[whisper][models]")
   auto check = model.start(batch.narrow(0, 1, 1));
   model.decode(other, check);
   CHECK(torch::allclose(stepped[3], model.decode(next.narrow(0, 0, 1), check)[0], 0, 1e-4));
+  // More steps than the reordered cache holds: it grows, the duplicated rows stay equal and the
+  // last row stays its audio's single decoder.
+  for (int64_t token = 0; token < 12; ++token) {
+    const torch::Tensor ids = torch::full({4, 1}, 400 + token, torch::kInt64);
+    const torch::Tensor rows = model.decode(ids, state);
+    CHECK(torch::equal(rows[0], rows[1]));
+    CHECK(torch::allclose(rows[3], model.decode(ids.narrow(0, 0, 1), check)[0], 0, 1e-4));
+  }
+  CHECK(state.length == 17);
 
   CHECK_THROWS_WITH(state.select_rows(torch::tensor({2, 1, 2, 3}, torch::kInt64)),
                     Catch::Contains("audio window 0"));
