@@ -9,6 +9,7 @@
 #include "alto/core/error.h"
 #include "alto/core/threading.h"
 #include "alto/models/internal/conv.h"
+#include "alto/models/internal/few_rows.h"
 #include "features/golden.h"
 
 using namespace alto::models::kernels;  // NOLINT
@@ -58,6 +59,48 @@ TEST_CASE("conv1d: tiles equal torch::conv1d", "[conv]") {
           activated, torch::conv1d(torch::elu(x), w, b, c.stride, c.padding, c.dilation, c.groups),
           1e-4, 1e-5, std::nullopt, "conv1d after ELU");
     }
+  }
+}
+
+TEST_CASE("conv1d: one output channel (a codec's last layer) by its taps", "[conv]") {
+  // Every instruction-set path, outputs shorter than a block and with tails, several tiles,
+  // padding, dilation, a batch, no bias and an activation first; each output sample is added in
+  // one order whatever block, tile or thread computes it, so a prefix of the input (a stream's
+  // chunk) gives the same bits as the whole.
+  ThreadCount restore;
+  torch::manual_seed(3);
+  struct Case {
+    int64_t batch, in, kernel, padding, dilation, length;
+    bool bias;
+  };
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512}) {
+    const Isa previous = limit_isa(isa);
+    for (const Case& c : {Case{1, 64, 3, 0, 1, 1922, true}, Case{2, 32, 7, 3, 1, kLong, true},
+                          Case{1, 3, 7, 0, 2, 100, false}, Case{1, 64, 3, 1, 1, 3, true},
+                          Case{2, 5, 1, 0, 1, 70, true}}) {
+      INFO("isa " << static_cast<int>(isa) << " batch " << c.batch << " in " << c.in << " kernel "
+                  << c.kernel << " padding " << c.padding << " dilation " << c.dilation
+                  << " length " << c.length);
+      const torch::Tensor x = torch::randn({c.batch, c.in, c.length});
+      const torch::Tensor w = torch::randn({1, c.in, c.kernel});
+      const torch::Tensor b = c.bias ? torch::randn({1}) : torch::Tensor();
+      alto::set_num_threads(1);
+      const torch::Tensor one = conv1d(x, w, b, 1, c.padding, c.dilation);
+      const torch::Tensor expected = torch::conv1d(x, w, b, 1, c.padding, c.dilation);
+      REQUIRE(one.sizes() == expected.sizes());
+      alto::test::require_close(one, expected, 1e-4, 1e-5, std::nullopt, "one-channel conv1d");
+      alto::test::require_close(conv1d(x, w, b, 1, c.padding, c.dilation, 1, kElu),
+                                torch::conv1d(torch::elu(x), w, b, 1, c.padding, c.dilation), 1e-4,
+                                1e-5, std::nullopt, "one-channel conv1d after ELU");
+      alto::set_num_threads(2);
+      CHECK(torch::equal(conv1d(x, w, b, 1, c.padding, c.dilation), one));
+      if (c.padding == 0 && c.length > 60) {
+        const int64_t prefix = c.length - 37;  // a tail off every block size
+        const torch::Tensor part = conv1d(x.narrow(2, 0, prefix), w, b, 1, 0, c.dilation);
+        CHECK(torch::equal(part, one.narrow(2, 0, part.size(2))));
+      }
+    }
+    limit_isa(previous);
   }
 }
 
