@@ -57,6 +57,9 @@ torch::Tensor one_channel_conv1d(const torch::Tensor& x, const torch::Tensor& we
   const float b = bias.defined() ? bias.item<float>() : 0.f;
   torch::Tensor y = empty_activation({batch, 1, out_length}, x.options());
   const Isa isa = available_isa();
+  const auto run = isa >= Isa::kAvx512 ? avx512::one_channel_conv
+                   : isa >= Isa::kAvx2 ? avx2::one_channel_conv
+                                       : plain::one_channel_conv;
   for_each_time_tile(out_length, time_tile(channels), [&](int64_t o0, int64_t o1) {
     torch::Tensor window = zero_padded_window(x, o0 - padding, o1 - 1 - padding + span);
     // Copied when it is a view of x: the channels' rows, one signal's length apart, would be a
@@ -65,9 +68,6 @@ torch::Tensor one_channel_conv1d(const torch::Tensor& x, const torch::Tensor& we
     for (int64_t r = 0; r < batch; ++r) {
       const float* rows = window.data_ptr<float>() + r * window.stride(0);
       float* out = y.data_ptr<float>() + r * out_length + o0;
-      const auto run = isa >= Isa::kAvx512 ? avx512::one_channel_conv
-                       : isa >= Isa::kAvx2 ? avx2::one_channel_conv
-                                           : plain::one_channel_conv;
       run(rows, window.stride(1), channels, w.data_ptr<float>(), kernel, dilation, b, out, o1 - o0);
     }
   });
