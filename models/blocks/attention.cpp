@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "alto/core/error.h"
 #include "alto/models/internal/fused_attention.h"
@@ -92,9 +94,10 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
 }
 
 KVCache::KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
-                 const torch::TensorOptions& options)
+                 const torch::TensorOptions& options, int64_t max_length)
     : key_(torch::empty({batch, kv_heads, capacity, head_dim}, options)),
-      value_(torch::empty({batch, kv_heads, capacity, head_dim}, options)) {}
+      value_(torch::empty({batch, kv_heads, capacity, head_dim}, options)),
+      max_length_(std::max(max_length, capacity)) {}
 
 std::pair<torch::Tensor, torch::Tensor> KVCache::append(const torch::Tensor& k,
                                                         const torch::Tensor& v) {
@@ -104,12 +107,29 @@ std::pair<torch::Tensor, torch::Tensor> KVCache::append(const torch::Tensor& k,
              "KVCache::append: keys and values must be [", key_.size(0), ", ", key_.size(1),
              ", T, ", key_.size(3), "], got ", k.sizes(), " and ", v.sizes());
   const int64_t t = k.size(2);
-  ALTO_CHECK(length_ + t <= capacity(), "KVCache::append: ", length_, " cached + ", t,
-             " new positions exceed the capacity of ", capacity());
+  ALTO_CHECK(length_ + t <= max_length_, "KVCache::append: ", length_, " cached + ", t,
+             " new positions exceed the capacity of ", max_length_);
+  if (length_ + t > capacity()) {
+    const int64_t grown = std::min(max_length_, std::max(2 * capacity(), length_ + t));
+    auto regrown = [&](const torch::Tensor& buffer) {
+      std::vector<int64_t> sizes = buffer.sizes().vec();
+      sizes[2] = grown;
+      torch::Tensor larger = torch::empty(sizes, buffer.options());
+      larger.narrow(2, 0, length_).copy_(buffer.narrow(2, 0, length_));
+      return larger;
+    };
+    key_ = regrown(key_);
+    value_ = regrown(value_);
+  }
   key_.narrow(2, length_, t).copy_(k);
   value_.narrow(2, length_, t).copy_(v);
   length_ += t;
   return {key_.narrow(2, 0, length_), value_.narrow(2, 0, length_)};
+}
+
+void KVCache::select_rows(const torch::Tensor& rows) {
+  key_ = key_.index_select(0, rows);
+  value_ = value_.index_select(0, rows);
 }
 
 void SelfAttentionOptions::validate() const {

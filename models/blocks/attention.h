@@ -58,17 +58,22 @@ torch::Tensor scaled_dot_product_attention(const torch::Tensor& q, const torch::
                                            const torch::Tensor& v, const AttentionMask& mask,
                                            double scale, torch::Tensor* weights = nullptr);
 
-/// Keys and values of every position fed so far, in buffers [batch, kv_heads, capacity, D]
-/// allocated once: append() writes in place and returns views, so a decoding step copies only
-/// its own keys.
+/// Keys and values of every position fed so far, in buffers [batch, kv_heads, capacity, D]:
+/// append() writes in place and returns views, so a decoding step copies only its own keys.
+/// The capacity is fixed unless `max_length` exceeds it: then the buffers double when full, up
+/// to max_length positions (Whisper's decoder, whose utterance length is not known ahead).
 class KVCache {
  public:
   KVCache() = default;
   KVCache(int64_t batch, int64_t kv_heads, int64_t capacity, int64_t head_dim,
-          const torch::TensorOptions& options);
+          const torch::TensorOptions& options, int64_t max_length = 0);
   /// k, v: [batch, kv_heads, T, D] -> the cached keys and values [batch, kv_heads, length, D]
-  /// including them. alto::InvalidArgument when they do not fit the capacity.
+  /// including them. alto::InvalidArgument when they do not fit the capacity or max_length.
   std::pair<torch::Tensor, torch::Tensor> append(const torch::Tensor& k, const torch::Tensor& v);
+  /// Keeps batch rows `rows` (int64 [n] on the cache's device) in that order: beam search
+  /// reorders, drops and duplicates hypotheses with it. The caller checks the indices.
+  void select_rows(const torch::Tensor& rows);
+  int64_t batch() const { return key_.defined() ? key_.size(0) : 0; }
   int64_t length() const { return length_; }
   int64_t capacity() const { return key_.defined() ? key_.size(2) : 0; }
   void reset() { length_ = 0; }
@@ -76,6 +81,7 @@ class KVCache {
  private:
   torch::Tensor key_, value_;
   int64_t length_ = 0;
+  int64_t max_length_ = 0;
 };
 
 /// Where each row of a batch stands in a ring of `window` key slots: the position each slot

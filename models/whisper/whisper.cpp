@@ -63,33 +63,10 @@ class DecoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Decoder);
 
-// Writes a step's keys and values after the cached ones, doubling the buffers when they are
-// full (up to the decoder's positions): torch::cat copied the whole cache every step.
-void append_self_attention(WhisperDecoderState::Layer& cache, const torch::Tensor& k,
-                           const torch::Tensor& v, int64_t max_positions) {
-  const int64_t length = cache.self_key.size(2), fresh = k.size(2);
-  if (length + fresh > cache.self_key_buffer.size(2)) {
-    const int64_t capacity = std::min(max_positions, std::max<int64_t>(2 * length, length + fresh));
-    auto grown = [&](const torch::Tensor& cached) {
-      std::vector<int64_t> sizes = cached.sizes().vec();
-      sizes[2] = capacity;
-      torch::Tensor buffer = torch::empty(sizes, cached.options());
-      buffer.narrow(2, 0, length).copy_(cached);
-      return buffer;
-    };
-    cache.self_key_buffer = grown(cache.self_key);
-    cache.self_value_buffer = grown(cache.self_value);
-  }
-  cache.self_key_buffer.narrow(2, length, fresh).copy_(k);
-  cache.self_value_buffer.narrow(2, length, fresh).copy_(v);
-  cache.self_key = cache.self_key_buffer.narrow(2, 0, length + fresh);
-  cache.self_value = cache.self_value_buffer.narrow(2, 0, length + fresh);
-}
-
 }  // namespace
 
 int64_t WhisperDecoderState::rows() const {
-  return layers.empty() ? 0 : layers.front().self_key.size(0);
+  return layers.empty() ? 0 : layers.front().self_attention.batch();
 }
 
 void WhisperDecoderState::select_rows(const torch::Tensor& rows) {
@@ -107,13 +84,8 @@ void WhisperDecoderState::select_rows(const torch::Tensor& rows) {
     ALTO_CHECK(r[i] >= 0 && r[i] < this->rows() && r[i] / rows_per_audio == i / group,
                "WhisperDecoderState::select_rows: row ", i, " takes row ", r[i],
                ", which is not a row of audio window ", i / group);
-  const torch::Tensor index = cpu_rows.to(layers.front().self_key.device());
-  for (Layer& layer : layers) {
-    layer.self_key_buffer = layer.self_key_buffer.index_select(0, index);
-    layer.self_value_buffer = layer.self_value_buffer.index_select(0, index);
-    layer.self_key = layer.self_key_buffer.narrow(2, 0, length);
-    layer.self_value = layer.self_value_buffer.narrow(2, 0, length);
-  }
+  const torch::Tensor index = cpu_rows.to(layers.front().cross_key.device());
+  for (Layer& layer : layers) layer.self_attention.select_rows(index);
   rows_per_audio = group;
 }
 
@@ -194,12 +166,13 @@ WhisperDecoderState Whisper::start(const torch::Tensor& encoder_hidden_states,
   const torch::Tensor audio = encoder_hidden_states.to(impl_->options.device, impl_->options.dtype);
   const int64_t rows = audio.size(0) * rows_per_audio;
   const int64_t heads = c.decoder_attention_heads;
-  const torch::Tensor empty = torch::empty({rows, heads, 0, c.d_model / heads}, audio.options());
   WhisperDecoderState state;
   state.rows_per_audio = rows_per_audio;
   for (const auto& layer : *impl_->decoder->layers) {
     auto [k, v] = layer->as<DecoderLayerImpl>()->encoder_attn->project_kv(audio);
-    state.layers.push_back({empty, empty, k, v, empty, empty});
+    state.layers.push_back({blocks::KVCache(rows, heads, 0, c.d_model / heads, audio.options(),
+                                            c.max_target_positions),
+                            k, v});
   }
   return state;
 }
@@ -251,9 +224,9 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
     torch::Tensor weights;
 
     auto [q, k, v] = layer.self_attn->project_qkv(layer.self_attn_layer_norm->forward(x));
-    append_self_attention(cache, k, v, config.max_target_positions);
-    torch::Tensor attention = layer.self_attn->out_proj->forward(merge_heads(attend(
-        q, cache.self_key, cache.self_value, causal, {}, record_weights ? &weights : nullptr)));
+    const auto [keys, values] = cache.self_attention.append(k, v);
+    torch::Tensor attention = layer.self_attn->out_proj->forward(
+        merge_heads(attend(q, keys, values, causal, {}, record_weights ? &weights : nullptr)));
     if (out) out->add(layer_name + ".self_attn", attention);
     if (record_weights) out->add(layer_name + ".self_attn.attn_weights", weights);
     const blocks::NormedSum attended = layer.encoder_attn_layer_norm->forward_sum(x, attention);

@@ -12,6 +12,7 @@
 
 #include "alto/core/checkpoint.h"
 #include "alto/core/safetensors.h"
+#include "alto/models/blocks/attention.h"
 #include "alto/models/blocks/intermediates.h"
 #include "alto/models/whisper/config.h"
 #include "alto/models/whisper/whisper_encoder.h"
@@ -24,11 +25,10 @@ namespace alto::models {
 /// keys/values are held once per window, not once per row.
 struct WhisperDecoderState {
   struct Layer {
-    torch::Tensor self_key, self_value;    // [rows, heads, length, head_dim]
+    /// [rows, heads, length, head_dim] of the tokens fed so far, grown by doubling up to the
+    /// decoder's positions.
+    blocks::KVCache self_attention;
     torch::Tensor cross_key, cross_value;  // [audios, heads, audio_frames, head_dim]
-    /// [rows, heads, capacity, head_dim]: self_key and self_value are their first `length`
-    /// positions. Doubled when full, so a step writes only its own keys and values.
-    torch::Tensor self_key_buffer, self_value_buffer;
   };
   std::vector<Layer> layers;
   int64_t length = 0;          // tokens in the self-attention cache

@@ -115,6 +115,38 @@ TEST_CASE("a described mask equals its tensor: fused in float32, explicit otherw
   }
 }
 
+TEST_CASE("a growing KV cache keeps every position through its doublings and row selections",
+          "[models][blocks][attention]") {
+  torch::manual_seed(5);
+  const torch::Tensor k = torch::randn({3, 2, 11, 4}), v = torch::randn({3, 2, 11, 4});
+  // Empty at first, at most 11 positions: 2 of prefill, then one at a time (capacities 2, 4, 8,
+  // then 11, not 16).
+  KVCache cache(3, 2, 0, 4, torch::TensorOptions(), 11);
+  std::vector<int64_t> capacities;
+  for (int64_t start = 0; start < 7;) {
+    const int64_t n = start == 0 ? 2 : 1;
+    auto [keys, values] = cache.append(k.narrow(2, start, n), v.narrow(2, start, n));
+    start += n;
+    CHECK(keys.equal(k.narrow(2, 0, start)));
+    CHECK(values.equal(v.narrow(2, 0, start)));
+    capacities.push_back(cache.capacity());
+  }
+  CHECK(capacities == std::vector<int64_t>{2, 4, 4, 8, 8, 8});
+
+  // Beam search's reordering: row 2 twice and row 0, then growing past a doubling.
+  const torch::Tensor rows = torch::tensor({2, 2, 0});
+  cache.select_rows(rows);
+  CHECK(cache.batch() == 3);
+  CHECK(cache.length() == 7);
+  const torch::Tensor k_rows = k.index_select(0, rows), v_rows = v.index_select(0, rows);
+  auto [keys, values] = cache.append(k_rows.narrow(2, 7, 4), v_rows.narrow(2, 7, 4));
+  CHECK(cache.capacity() == 11);
+  CHECK(keys.equal(k_rows));
+  CHECK(values.equal(v_rows));
+  CHECK_THROWS_WITH(cache.append(k_rows.narrow(2, 0, 1), v_rows.narrow(2, 0, 1)),
+                    Catch::Contains("11 cached + 1 new positions exceed the capacity of 11"));
+}
+
 TEST_CASE("cached decoding equals the whole prefix; left padding equals the row alone",
           "[models][blocks][attention]") {
   torch::manual_seed(2);
