@@ -149,7 +149,7 @@ void bind_models(py::module_& top) {
       "Whisper.decode(tokens, state=...) appends to it). Rows come in groups of rows_per_audio "
       "sharing one audio window (beam search).")
       .def_property_readonly(
-          "length", [](DecoderState& s) { return s.state.length; },
+          "length", [](DecoderState& s) { return s.state.length(); },
           "Tokens in the self-attention cache.")
       .def_property_readonly(
           "rows", [](DecoderState& s) { return s.state.rows(); }, "Token rows.")

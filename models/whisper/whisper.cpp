@@ -69,6 +69,10 @@ int64_t WhisperDecoderState::rows() const {
   return layers.empty() ? 0 : layers.front().self_attention.batch();
 }
 
+int64_t WhisperDecoderState::length() const {
+  return layers.empty() ? 0 : layers.front().self_attention.length();
+}
+
 void WhisperDecoderState::select_rows(const torch::Tensor& rows) {
   ALTO_CHECK(rows.dim() == 1 && rows.scalar_type() == torch::kInt64,
              "WhisperDecoderState::select_rows: expected int64 [n] row indices, got ",
@@ -186,8 +190,8 @@ torch::Tensor Whisper::decode(const torch::Tensor& tokens, WhisperDecoderState& 
                  tokens.size(0) == state.rows() && tokens.size(1) > 0,
              "Whisper::decode: tokens must be int64 [", state.rows(), ", new tokens], got ",
              tokens.scalar_type(), " ", shape_of(tokens));
-  ALTO_CHECK(state.length + tokens.size(1) <= c.max_target_positions,
-             "Whisper::decode: ", state.length, " cached + ", tokens.size(1),
+  ALTO_CHECK(state.length() + tokens.size(1) <= c.max_target_positions,
+             "Whisper::decode: ", state.length(), " cached + ", tokens.size(1),
              " new tokens exceed the decoder's ", c.max_target_positions,
              " positions (max_target_positions)");
   const auto [lowest, highest] = torch::aminmax(tokens);
@@ -202,7 +206,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
                                     Intermediates* out) const {
   const DecoderImpl& decoder = *this->decoder;
   const std::string name = prefix + "decoder.";
-  const int64_t rows = tokens.size(0), length = tokens.size(1), past = state.length;
+  const int64_t rows = tokens.size(0), length = tokens.size(1), past = state.length();
   const int64_t audios = state.layers.front().cross_key.size(0);
   const int64_t group = rows / audios;
   // The products run on alto's threads (a few rows) or OpenBLAS's pool (beams, prompts);
@@ -255,7 +259,6 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
     x = crossed.sum + feed_forward(crossed.normed, layer.fc1, layer.fc2, activation);
     if (out) out->add(layer_name, x);
   }
-  state.length += length;
   x = decoder.layer_norm->forward(x);
   if (out) out->add(name + "layer_norm", x);
   torch::Tensor logits = blocks::linear(x, proj_out).to(torch::kFloat32);

@@ -31,10 +31,11 @@ struct WhisperDecoderState {
     torch::Tensor cross_key, cross_value;  // [audios, heads, audio_frames, head_dim]
   };
   std::vector<Layer> layers;
-  int64_t length = 0;          // tokens in the self-attention cache
   int64_t rows_per_audio = 1;  // decoder rows per audio window
 
   int64_t rows() const;
+  /// Tokens in the self-attention cache.
+  int64_t length() const;
   /// Keeps rows `rows` (int64 [n]) in that order: beam search reorders, drops and duplicates
   /// hypotheses with it. Each kept row must stay within its audio's group and every group must
   /// keep the same number of rows.

@@ -83,7 +83,7 @@ TEST_CASE("Whisper encoder and decoder match transformers", "[whisper][models]")
     golden.require_matches(find(decoder_inter, "model.decoder.layer_norm"),
                            "decoder.hidden_states.2");
     golden.require_matches(find(decoder_inter, "proj_out"), "decoder.logits");
-    CHECK(state.length == 4);
+    CHECK(state.length() == 4);
 
     // Greedy continuation on alto's own encoder output, token by token through the cache.
     const torch::Tensor expected_tokens = golden.tensor("greedy.tokens");
@@ -141,7 +141,7 @@ TEST_CASE("Whisper batches audio windows and decoder rows", "[whisper][models]")
     CHECK(torch::equal(rows[0], rows[1]));
     CHECK(torch::allclose(rows[3], model.decode(ids.narrow(0, 0, 1), check)[0], 0, 1e-4));
   }
-  CHECK(state.length == 17);
+  CHECK(state.length() == 17);
 
   CHECK_THROWS_WITH(state.select_rows(torch::tensor({2, 1, 2, 3}, torch::kInt64)),
                     Catch::Contains("audio window 0"));
@@ -205,7 +205,7 @@ TEST_CASE("Whisper rejects bad inputs with the expected shape", "[whisper][model
                     Catch::Contains("int64"));
   CHECK_THROWS_WITH(model.decode(torch::zeros({1, 449}, torch::kInt64), state),
                     Catch::Contains("448 positions"));
-  CHECK(state.length == 0);  // rejected calls leave the cache alone
+  CHECK(state.length() == 0);  // rejected calls leave the cache alone
 }
 
 TEST_CASE("Whisper checkpoint folder errors", "[whisper][models]") {
