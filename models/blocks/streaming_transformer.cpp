@@ -62,21 +62,6 @@ class TransformerLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerLayer);
 
-// In place: rows of x [rows, dim] -> layer_norm(row) * weight + bias.
-void layer_norm_rows(float* x, int64_t rows, int64_t dim, const float* weight, const float* bias,
-                     double eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* row = x + r * dim;
-    double mean = 0, square = 0;
-    for (int64_t i = 0; i < dim; ++i) mean += row[i];
-    mean /= static_cast<double>(dim);
-    for (int64_t i = 0; i < dim; ++i) square += (row[i] - mean) * (row[i] - mean);
-    const double inverse = 1.0 / std::sqrt(square / static_cast<double>(dim) + eps);
-    for (int64_t i = 0; i < dim; ++i)
-      row[i] = static_cast<float>((row[i] - mean) * inverse) * weight[i] + bias[i];
-  }
-}
-
 // x [rows, dim] += branch [rows, dim] * scale [dim]: a residual branch through its LayerScale.
 void add_scaled_rows(float* x, const torch::Tensor& branch, const torch::Tensor& scale) {
   const int64_t rows = branch.size(0), dim = branch.size(1);
@@ -347,17 +332,16 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
   const auto& layer = layers->at<TransformerLayerImpl>(l);
   const int64_t batch = x.size(0), time = x.size(1), rows = batch * time, dim = o.hidden_size;
   const int64_t heads = o.num_attention_heads, kv_heads = o.num_key_value_heads;
-  const int64_t head_dim = o.head_dim, groups = heads / kv_heads;
+  const int64_t head_dim = o.head_dim;
   const int64_t q_width = heads * head_dim, kv_width = kv_heads * head_dim;
-  const int64_t window = o.sliding_window, keys = start + time - first_visible;
-  const float scaling = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const int64_t keys = start + time - first_visible;
+  const kernels::AttentionBand band{true, o.sliding_window, start - first_visible};
+  const double scaling = 1.0 / std::sqrt(static_cast<double>(head_dim));
   float* xs = x.data_ptr<float>();
 
   // Attention: pre-norm, fused q/k/v, RoPE, the new keys/values into the cache buffers.
-  torch::Tensor h = x.view({rows, dim}).clone();
-  layer_norm_rows(h.data_ptr<float>(), rows, dim, layer.input_layernorm->weight.data_ptr<float>(),
-                  layer.input_layernorm->bias.data_ptr<float>(), layer.input_layernorm->eps);
-  torch::Tensor qkv = kernels::linear_few_rows(h, qkv_weights_[l], qkv_biases_[l]);
+  const torch::Tensor qkv = kernels::linear_few_rows(
+      layer.input_layernorm->forward(x.view({rows, dim})), qkv_weights_[l], qkv_biases_[l]);
   float* qkvs = qkv.data_ptr<float>();
   TransformerKVCache::Layer& buffers = cache.layers[l];
   const int64_t capacity = buffers.key.size(2);
@@ -381,48 +365,28 @@ void StreamingTransformerImpl::step_layer_few_rows(size_t l, torch::Tensor& x,
         std::copy(v, v + head_dim, cached(value_buffer, b, head, write_at + t));
       }
     }
-  // Each query attends to the visible keys within its window, causally.
-  const int64_t from = write_at + time - keys;  // buffer slot of position first_visible
-  torch::Tensor attended = torch::zeros({rows, q_width}, x.options());
-  float* out = attended.data_ptr<float>();
-  std::vector<float> scores(keys);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < time; ++t)
-      for (int64_t head = 0; head < heads; ++head) {
-        const float* q = qkvs + (b * time + t) * (q_width + 2 * kv_width) + head * head_dim;
-        const int64_t kv_head = head / groups, query = start + t;
-        // q against the window's keys, contiguous slots [keys, head_dim] of the buffer.
-        kernels::linear_few_rows(q, 1, head_dim, cached(key_buffer, b, kv_head, from), keys,
-                                 nullptr, scores.data());
-        float top = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < keys; ++j) {
-          const int64_t delta = query - (first_visible + j);
-          scores[j] = delta < 0 || delta >= window ? -std::numeric_limits<float>::infinity()
-                                                   : scores[j] * scaling;
-          top = std::max(top, scores[j]);
-        }
-        float total = 0;
-        for (int64_t j = 0; j < keys; ++j) total += scores[j] = std::exp(scores[j] - top);
-        float* o_row = out + (b * time + t) * q_width + head * head_dim;
-        for (int64_t j = 0; j < keys; ++j) {
-          if (scores[j] == 0) continue;
-          const float p = scores[j] / total;
-          const float* v = cached(value_buffer, b, kv_head, from + j);
-          for (int64_t d = 0; d < head_dim; ++d) o_row[d] += p * v[d];
-        }
-      }
+  // The queries [batch, heads, time, head_dim] against the band's keys in the buffers, as run()
+  // attends offline.
+  const torch::Tensor q = qkv.view({batch, time, q_width + 2 * kv_width})
+                              .narrow(2, 0, q_width)
+                              .view({batch, time, heads, head_dim})
+                              .transpose(1, 2);
+  const int64_t from = write_at + time - keys;  // buffer slot of the band's first key
+  const torch::Tensor attended =
+      kernels::fused_attention(q, buffers.key.narrow(2, from, keys),
+                               buffers.value.narrow(2, from, keys), scaling, band)
+          .transpose(1, 2)
+          .reshape({rows, q_width});
   const SelfAttentionImpl& attn = *layer.self_attn;
   const torch::Tensor projected =
       kernels::linear_few_rows(attended, attn.output_proj->weight, attn.output_proj->bias);
   add_scaled_rows(xs, projected, layer.self_attn_layer_scale->scale);
 
   // MLP: pre-norm, fc1, activation, fc2, layer scale.
-  torch::Tensor m = x.view({rows, dim}).clone();
-  layer_norm_rows(
-      m.data_ptr<float>(), rows, dim, layer.post_attention_layernorm->weight.data_ptr<float>(),
-      layer.post_attention_layernorm->bias.data_ptr<float>(), layer.post_attention_layernorm->eps);
   const torch::Tensor hidden = activate(
-      kernels::linear_few_rows(m, layer.mlp->fc1->weight, layer.mlp->fc1->bias), o.hidden_act);
+      kernels::linear_few_rows(layer.post_attention_layernorm->forward(x.view({rows, dim})),
+                               layer.mlp->fc1->weight, layer.mlp->fc1->bias),
+      o.hidden_act);
   const torch::Tensor mlp =
       kernels::linear_few_rows(hidden, layer.mlp->fc2->weight, layer.mlp->fc2->bias);
   add_scaled_rows(xs, mlp, layer.mlp_layer_scale->scale);
