@@ -264,6 +264,8 @@ Encodec::Encodec(const EncodecConfig& config, const SafetensorsCheckpoint& check
   binder.bind(*impl->model);
   binder.finish();
   impl->model->quantizer->prepare();
+  for (const auto& module : impl->model->modules())
+    if (auto lstm = std::dynamic_pointer_cast<blocks::SeanetLstmImpl>(module)) lstm->prepare();
   impl_ = std::move(impl);
 }
 

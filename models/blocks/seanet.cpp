@@ -356,12 +356,12 @@ torch::Tensor SeanetLstmImpl::run(const torch::Tensor& x, LstmStreamState* state
   if (x.is_cpu() && x.scalar_type() == torch::kFloat32) {
     std::tie(out, h, c) = run_cpu(seq.contiguous(), h, c, flat_weights_);
   } else if (x.is_cpu() && x.scalar_type() == torch::kBFloat16) {
-    // In float32 with the weights widened per call: libtorch's CPU bfloat16 LSTM runs scalar
+    // In float32 on the weights prepare() widened: libtorch's CPU bfloat16 LSTM runs scalar
     // GEMMs (EnCodec's encode 8x slower than float32). A stream's state stays float32.
-    std::vector<torch::Tensor> widened;
-    for (const auto& w : flat_weights_) widened.push_back(w.to(torch::kFloat32));
+    ALTO_CHECK(!widened_weights_.empty(),
+               "SeanetLstm: call prepare() after loading the checkpoint (bfloat16 weights)");
     std::tie(out, h, c) = run_cpu(seq.to(torch::kFloat32).contiguous(), h.to(torch::kFloat32),
-                                  c.to(torch::kFloat32), widened);
+                                  c.to(torch::kFloat32), widened_weights_);
     out = out.to(torch::kBFloat16);
   } else {
     std::tie(out, h, c) = torch::lstm(seq, {h, c}, flat_weights_, /*has_biases=*/true, num_layers_,
@@ -416,6 +416,13 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> SeanetLstmImpl::run_cpu(
     layer_in = layer_out;
   }
   return {layer_in, h_all, c_all};
+}
+
+void SeanetLstmImpl::prepare() {
+  widened_weights_.clear();
+  if (!flat_weights_.front().is_cpu() || flat_weights_.front().scalar_type() != torch::kBFloat16)
+    return;
+  for (const auto& w : flat_weights_) widened_weights_.push_back(w.to(torch::kFloat32));
 }
 
 torch::Tensor SeanetLstmImpl::forward(const torch::Tensor& x) const { return run(x, nullptr); }

@@ -184,6 +184,9 @@ class SeanetLstmImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x) const;
   /// Causal by construction: any chunking of `x` through step equals forward.
   torch::Tensor step(const torch::Tensor& x, LstmStreamState& state) const;
+  /// After loading: bfloat16 CPU weights widened to float32 once, for the CPU path that computes
+  /// in float32 (libtorch's CPU bfloat16 LSTM runs scalar GEMMs); nothing for other weights.
+  void prepare();
 
  private:
   torch::Tensor run(const torch::Tensor& x, LstmStreamState* state) const;
@@ -194,6 +197,7 @@ class SeanetLstmImpl : public torch::nn::Module {
       const std::vector<torch::Tensor>& weights) const;
   int64_t dim_, num_layers_;
   std::vector<torch::Tensor> flat_weights_;  // torch.nn.LSTM's order, for at::lstm
+  std::vector<torch::Tensor> widened_weights_;  // flat_weights_ in float32, from prepare()
 };
 TORCH_MODULE(SeanetLstm);
 

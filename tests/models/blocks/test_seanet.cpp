@@ -202,3 +202,29 @@ TEST_CASE("SEANet encoder and decoder stream like their offline pass",
   CHECK_THROWS_WITH(SeanetEncoder(bad, torch::TensorOptions()),
                     Catch::Matchers::Contains("SeanetOptions.compress"));
 }
+
+TEST_CASE("A bfloat16 SeanetLstm computes in float32 on the weights prepare() widened",
+          "[codec][seanet]") {
+  SeanetLstm float32(16, 2, torch::TensorOptions());
+  randomise(*float32, 4);
+  SeanetLstm bfloat16(16, 2, torch::TensorOptions().dtype(torch::kBFloat16));
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = float32->named_parameters();
+    for (auto& p : bfloat16->named_parameters()) {
+      p.value().copy_(source[p.key()]);                      // rounded to bfloat16
+      source[p.key()].copy_(p.value().to(torch::kFloat32));  // the float32 LSTM on those values
+    }
+  }
+  const torch::Tensor x = torch::randn({2, 16, 9}).to(torch::kBFloat16);
+  CHECK_THROWS_WITH(bfloat16->forward(x), Catch::Contains("call prepare()"));
+  bfloat16->prepare();
+  const torch::Tensor y = bfloat16->forward(x);
+  REQUIRE(y.scalar_type() == torch::kBFloat16);
+  // The float32 LSTM on the same values. The bfloat16 one rounds the LSTM's output before the
+  // skip connection's add and the sum after it, each by at most 2^-9 of its magnitude.
+  const torch::Tensor skip = x.to(torch::kFloat32);
+  const torch::Tensor expected = float32->forward(skip);
+  const torch::Tensor bound = ((expected - skip).abs() + expected.abs()) / 256 + 1e-6;
+  CHECK(((y.to(torch::kFloat32) - expected).abs() <= bound).all().item<bool>());
+}
