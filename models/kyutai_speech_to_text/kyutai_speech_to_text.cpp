@@ -318,6 +318,13 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
                      torch::TensorOptions().dtype(options.dtype).device(options.device));
   binder.bind(impl->lm_head, "lm_head.weight",
               config.tie_word_embeddings ? "model.embed_tokens.embed_tokens.weight" : "");
+  if (options.linear_weights == LoadOptions::LinearWeights::kInt8)
+    binder.then([impl, layers = config.num_hidden_layers] {
+      blocks::quantize_linears(*impl->module);
+      for (int64_t i = 0; i < layers; ++i)  // bound by hand, not registered
+        blocks::quantize_linears(*impl->module->layers->at<DecoderLayerImpl>(i).self_attn);
+      impl->lm_head = kernels::quantize_int8(impl->lm_head);
+    });
   // transformers keeps the codec in float32 whatever the decoder's dtype.
   LoadOptions codec_options = options;
   codec_options.dtype = torch::kFloat32;
@@ -326,12 +333,6 @@ KyutaiSpeechToText::KyutaiSpeechToText(const std::string& dir, const LoadOptions
   impl->codec = std::make_shared<const Mimi>(config.codec_config, binder, "codec_model.",
                                              codec_options);
   binder.finish();
-  if (options.linear_weights == LoadOptions::LinearWeights::kInt8) {
-    blocks::quantize_linears(*impl->module);
-    for (int64_t i = 0; i < config.num_hidden_layers; ++i)  // bound by hand, not registered
-      blocks::quantize_linears(*impl->module->layers->at<DecoderLayerImpl>(i).self_attn);
-    impl->lm_head = kernels::quantize_int8(impl->lm_head);
-  }
 
   const auto i64 = torch::TensorOptions().dtype(torch::kInt64).device(options.device);
   impl->audio_offsets = torch::cat(
