@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
-#include <vector>
 
 #include "alto/core/error.h"
 #include "alto/models/blocks/basic.h"
