@@ -191,8 +191,9 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
           },
           py::arg("dir"), py::arg("device") = "cpu", py::arg("dtype") = "float32",
           "Loads ``dir`` (config.json, model.safetensors or a sharded index). device: \"cpu\", "
-          "\"cuda\", \"cuda:N\"; dtype: \"float32\", \"float16\", \"bfloat16\". Raises "
-          "alto.Error listing every missing, unexpected or mis-shaped tensor.")
+          "\"cuda\", \"cuda:N\"; dtype: \"float32\", \"float16\", \"bfloat16\", or \"int8\" "
+          "(int8 linear weights in the decoder, float32 activations; the encoder stays "
+          "float32). Raises alto.Error listing every missing, unexpected or mis-shaped tensor.")
       .def_property_readonly(
           "config", [](const PyWhisper& w) { return config_dict(w.model().config()); },
           "config.json's values (transformers' defaults for absent keys).")
@@ -203,6 +204,10 @@ so they line up with register_forward_hook outputs on the Hugging Face model.)do
           "dtype",
           [](const PyWhisper& w) { return alto::dtype_name(w.model().load_options().dtype); },
           "The compute dtype.")
+      .def_property_readonly(
+          "precision", [](const PyWhisper& w) { return w.model().load_options().precision(); },
+          "The weights' precision as `dtype` was given: \"float32\", \"float16\", "
+          "\"bfloat16\" or \"int8\" (int8 linear weights in the decoder).")
       .def(
           "encode",
           [](const PyWhisper& w, const TensorArg& input_features, bool return_intermediates,

@@ -55,7 +55,8 @@ struct ModelArgs {
     cmd->add_option("--device", device, "cpu, cuda or cuda:N (default cpu)");
     cmd->add_option("--dtype", dtype,
                     "float32, float16 (CUDA), bfloat16, or int8: int8 linear weights with float32 "
-                    "activations in an audio LM's or Kyutai's decoder (default float32)");
+                    "activations in the decoder of Whisper, an audio LM or Kyutai (default "
+                    "float32)");
   }
 };
 

@@ -42,7 +42,8 @@ std::string LoadOptions::precision() const {
 void LoadOptions::require_compute_dtype_weights(const std::string& model) const {
   ALTO_CHECK_AS(Unsupported, linear_weights == LinearWeights::kComputeDtype, model,
                 " keeps its weights in the compute dtype: int8 linear weights are for the text "
-                "decoders of the audio LMs, Kyutai and CSM (load with float32 or bfloat16)");
+                "decoders of Whisper, the audio LMs, Kyutai and CSM (load with float32 or "
+                "bfloat16)");
 }
 
 LoadOptions LoadOptions::parse(const std::string& device, const std::string& dtype) {

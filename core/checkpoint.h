@@ -30,10 +30,10 @@ struct LoadOptions {
   /// Compute dtype of the floating-point weights and activations: float32, or float16 /
   /// bfloat16 where the device computes in it (libtorch's CPU kernels have no float16 GEMM).
   torch::ScalarType dtype = torch::kFloat32;
-  /// How the linear layers of the models that quantize (the text decoders) store their weights:
-  /// in the compute dtype, or as int8 with one float32 scale per output channel (symmetric,
-  /// round to nearest), multiplied with float32 activations — a quarter of float32's bytes per
-  /// decoding step. int8 needs float32 activations on CPU.
+  /// How the linear layers of the models that quantize (the text decoders, Whisper's among
+  /// them) store their weights: in the compute dtype, or as int8 with one float32 scale per
+  /// output channel (symmetric, round to nearest), multiplied with float32 activations — a
+  /// quarter of float32's bytes per decoding step. int8 needs float32 activations on CPU.
   enum class LinearWeights { kComputeDtype, kInt8 };
   LinearWeights linear_weights = LinearWeights::kComputeDtype;
 

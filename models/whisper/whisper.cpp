@@ -14,6 +14,7 @@
 #include "alto/core/threading.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/intermediates.h"
+#include "alto/models/internal/few_rows.h"
 #include "alto/models/whisper/internal/layers.h"
 
 namespace alto::models {
@@ -116,7 +117,6 @@ struct Whisper::Impl {
 std::shared_ptr<const Whisper> Whisper::from_pretrained(const std::string& dir,
                                                         const LoadOptions& options) {
   require_checkpoint_folder(dir, "Whisper::from_pretrained");
-  options.require_compute_dtype_weights("Whisper");
   const WhisperConfig config = WhisperConfig::from_json(dir);  // its errors come first
   return std::make_shared<const Whisper>(config, SafetensorsCheckpoint(dir), options);
 }
@@ -135,13 +135,21 @@ Whisper::Whisper(const WhisperConfig& config, const SafetensorsCheckpoint& check
                      torch::TensorOptions().dtype(options.dtype).device(options.device));
   binder.bind(impl->proj_out, "proj_out.weight",
               config.tie_word_embeddings ? impl->prefix + "decoder.embed_tokens.weight" : "");
-  binder.then([decoder = impl->decoder]() mutable {
+  binder.then([impl = impl.get()] {
     torch::NoGradGuard no_grad;
-    for (auto& layer : *decoder->layers) {
+    const bool int8 = impl->options.linear_weights == LoadOptions::LinearWeights::kInt8;
+    for (auto& layer : *impl->decoder->layers) {
       auto* l = layer->as<DecoderLayerImpl>();
-      l->self_attn->fuse();
-      l->encoder_attn->fuse();
+      l->self_attn->fuse_self_attention();
+      l->encoder_attn->fuse_cross_attention();
+      if (!int8) continue;
+      l->self_attn->quantize_int8();
+      l->encoder_attn->quantize_int8();
+      l->fc1->quantize_int8();
+      l->fc2->quantize_int8();
     }
+    // Its own int8 copy when tied: the token table stays float32 for the embedding lookup.
+    if (int8) impl->proj_out = kernels::quantize_int8(impl->proj_out);
   });
   binder.finish();
   impl_ = std::move(impl);

@@ -47,6 +47,9 @@ class Whisper {
   /// `dir` holds config.json and model.safetensors (or a sharded model.safetensors.index.json)
   /// as the Hub ships them. Parameter names may carry WhisperForConditionalGeneration's
   /// "model." prefix or not; proj_out.weight falls back to the tied decoder embedding.
+  /// LoadOptions::linear_weights int8 holds the decoder's linear layers and proj_out as int8
+  /// (a quarter of the bytes a decoding step reads; the token table stays float32); the
+  /// encoder, whose products are bound by arithmetic, not by reading weights, stays float32.
   static std::shared_ptr<const Whisper> from_pretrained(const std::string& dir,
                                                         const LoadOptions& options = {});
   Whisper(const WhisperConfig& config, const SafetensorsCheckpoint& checkpoint,

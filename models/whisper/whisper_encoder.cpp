@@ -44,7 +44,8 @@ WhisperEncoder::WhisperEncoder(const WhisperConfig& config, CheckpointBinder& bi
   binder.bind(*impl_->module, prefix);
   binder.then([module = impl_->module]() mutable {
     torch::NoGradGuard no_grad;
-    for (auto& layer : *module->layers) layer->as<EncoderLayerImpl>()->self_attn->fuse();
+    for (auto& layer : *module->layers)
+      layer->as<EncoderLayerImpl>()->self_attn->fuse_self_attention();
   });
 }
 

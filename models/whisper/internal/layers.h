@@ -5,12 +5,14 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <cmath>
 #include <sstream>
 #include <string>
 
 #include "alto/models/blocks/attention.h"
 #include "alto/models/blocks/basic.h"
 #include "alto/models/blocks/norm.h"
+#include "alto/models/internal/few_rows.h"
 #include "alto/models/internal/fused_attention.h"
 #include "alto/models/whisper/config.h"
 
@@ -36,8 +38,9 @@ inline torch::Tensor merge_heads(const torch::Tensor& x) {
 
 // WhisperAttention's parameters under their checkpoint names. After loading, the projections
 // are fused into one GEMM: q, k and v for self-attention; k and v for the audio of
-// cross-attention. The query scaling head_dim^-0.5 is folded into the query weights, which is
-// exact for Whisper's power-of-four head sizes (64 in every released model).
+// cross-attention (each attention builds only the fused weights it uses: a large-v3 encoder's
+// unused copies would hold 0.6 GB). The query scaling head_dim^-0.5 is folded into the query
+// weights, which is exact for Whisper's power-of-four head sizes (64 in every released model).
 class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int64_t dim, int64_t heads_, const torch::TensorOptions& options)
@@ -47,15 +50,25 @@ class AttentionImpl : public torch::nn::Module {
         v_proj(register_module("v_proj", Linear(dim, dim, true, options))),
         out_proj(register_module("out_proj", Linear(dim, dim, true, options))) {}
 
-  void fuse() {
-    const double scaling = std::pow(static_cast<double>(q_proj->weight.size(0) / heads), -0.5);
-    const torch::Tensor zeros = torch::zeros_like(v_proj->bias);
-    qkv_weight = torch::cat({q_proj->weight * scaling, k_proj->weight, v_proj->weight});
-    qkv_bias = torch::cat({q_proj->bias * scaling, zeros, v_proj->bias});
+  // For project_qkv.
+  void fuse_self_attention() {
+    qkv_weight = torch::cat({scaled_q_weight(), k_proj->weight, v_proj->weight});
+    qkv_bias = torch::cat({scaled_q_bias(), torch::zeros_like(v_proj->bias), v_proj->bias});
+  }
+  // For project_q and project_kv.
+  void fuse_cross_attention() {
+    q_weight = scaled_q_weight();
+    q_bias = scaled_q_bias();
     kv_weight = torch::cat({k_proj->weight, v_proj->weight});
-    kv_bias = torch::cat({zeros, v_proj->bias});
-    q_weight = q_proj->weight * scaling;
-    q_bias = q_proj->bias * scaling;
+    kv_bias = torch::cat({torch::zeros_like(v_proj->bias), v_proj->bias});
+  }
+  // The fused projections and out_proj as int8 per-channel weights (kernels::quantize_int8;
+  // LoadOptions::linear_weights int8), after fusing: the products then run with float32
+  // activations, the biases stay float32.
+  void quantize_int8() {
+    for (torch::Tensor* weight : {&qkv_weight, &q_weight, &kv_weight})
+      if (weight->defined()) *weight = kernels::quantize_int8(*weight);
+    out_proj->quantize_int8();
   }
 
   // x [B, T, D] -> (q, k, v), each [B, H, T, hd]; a decoder step's few rows read the weights
@@ -77,6 +90,13 @@ class AttentionImpl : public torch::nn::Module {
   int64_t heads;
   Linear q_proj, k_proj, v_proj, out_proj;
   torch::Tensor qkv_weight, qkv_bias, kv_weight, kv_bias, q_weight, q_bias;
+
+ private:
+  double scaling() const {
+    return std::pow(static_cast<double>(q_proj->weight.size(0) / heads), -0.5);
+  }
+  torch::Tensor scaled_q_weight() const { return q_proj->weight * scaling(); }
+  torch::Tensor scaled_q_bias() const { return q_proj->bias * scaling(); }
 };
 TORCH_MODULE(Attention);
 
