@@ -58,6 +58,21 @@ TEST_CASE("alto embed and alto transcribe --raw reproduce the golden Whisper out
   }
 }
 
+TEST_CASE("alto transcribe --dtype int8 decodes with int8 linear weights", "[cli][whisper]") {
+  const alto::test::GoldenModel golden("whisper-tiny-random");
+  const std::string raw = alto::test::temp_path("int8-raw.safetensors");
+  run("--threads 1 transcribe --model " + golden.dir() + " " + golden.dir() +
+      "/input.wav --raw --language en --max-new-tokens 24 --dtype int8 -o " + raw);
+  const alto::SafetensorsFile out(raw);
+  CHECK(out.metadata().at("dtype") == "int8");
+  // The library test's bound on this checkpoint (tests/models/whisper): at least 20 of the 24
+  // greedy tokens after the 4-token prompt kept (all 24 measured here as there).
+  const torch::Tensor sequence = out.tensor("sequences")[0],
+                      expected = golden.tensor("greedy.sequence")[0];
+  REQUIRE(sequence.size(0) == expected.size(0));
+  CHECK((sequence == expected).to(torch::kInt64).cumprod(0).sum().item<int64_t>() >= 4 + 20);
+}
+
 TEST_CASE("alto transcribe prints text, JSON segments and subtitles", "[cli][whisper]") {
   const alto::test::GoldenModel golden("whisper-tiny-random");
   const std::string common =
