@@ -181,12 +181,15 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
   const int64_t rows = x.size(0) * out_length;
   if (out_length > 0 && one_channel_fits(x, weight, bias, stride, groups))
     return one_channel_conv1d(x, weight, bias, padding, dilation, out_length, before);
+  const bool bfloat16 =
+      x.scalar_type() == torch::kBFloat16 && weight.scalar_type() == torch::kBFloat16;
   if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
-      (x.scalar_type() == torch::kFloat32 || widen)) {
+      (x.scalar_type() == torch::kFloat32 || bfloat16)) {
     // A short output (a streaming step's deeper layers): one product of the weights with the
     // unfolded input [batch * frames, in * kernel], which also skips oneDNN's per-call weight
     // reorder; up to kMaxFewRows rows read the weights once (layers/few_rows.h), bfloat16 ones
-    // as they lie, not widened whole per call.
+    // as they lie, not widened whole per call — also where AVX-512 BF16 runs libtorch's
+    // bfloat16 convolution (oneDNN's reorders made Mimi's bfloat16 frame slower than float32's).
     torch::Tensor padded = before ? before(x) : x;
     if (padding > 0) padded = torch::constant_pad_nd(padded, {padding, padding}, 0);
     const torch::Tensor columns = padded.unfold(2, span, stride)
