@@ -174,15 +174,14 @@ torch::Tensor conv1d(const torch::Tensor& x, const torch::Tensor& weight, const 
                      const Pointwise& before) {
   // libtorch's bfloat16 convolution is a scalar loop on CPUs without AVX-512 BF16 (Whisper-base's
   // two: 630 ms): there bfloat16 computes in float32.
-  const bool widen = x.is_cpu() && x.scalar_type() == torch::kBFloat16 &&
-                     weight.scalar_type() == torch::kBFloat16 && widen_bfloat16_products();
+  const bool bfloat16 =
+      x.scalar_type() == torch::kBFloat16 && weight.scalar_type() == torch::kBFloat16;
+  const bool widen = x.is_cpu() && bfloat16 && widen_bfloat16_products();
   const int64_t span = (weight.size(-1) - 1) * dilation + 1;
   const int64_t out_length = (x.size(-1) + 2 * padding - span) / stride + 1;
   const int64_t rows = x.size(0) * out_length;
   if (out_length > 0 && one_channel_fits(x, weight, bias, stride, groups))
     return one_channel_conv1d(x, weight, bias, padding, dilation, out_length, before);
-  const bool bfloat16 =
-      x.scalar_type() == torch::kBFloat16 && weight.scalar_type() == torch::kBFloat16;
   if (groups == 1 && rows > 0 && rows <= kShortRows && x.is_cpu() &&
       (x.scalar_type() == torch::kFloat32 || bfloat16)) {
     // A short output (a streaming step's deeper layers): one product of the weights with the
