@@ -98,7 +98,8 @@ torch::Tensor depthwise_transposed(const torch::Tensor& x, const torch::Tensor& 
 // m * stride taps, no bias. Output frame u (samples u*s .. u*s+s-1) sums tap block i of input
 // frame u - i: per tile of output frames one GEMM W^T x over the tile's input frames (and the
 // m - 1 before it) gives every tap's product, and m shifted adds place them. x is float32, the
-// weight float32 or (for a few frames) bfloat16, widened block by block in cache.
+// weight float32 or (for a short step) bfloat16: read as it lies by up to kShortRows frames,
+// widened block by block in cache for more.
 torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weight, int64_t stride,
                               const torch::Tensor& bias, const Pointwise& before) {
   const int64_t batch = x.size(0), in = x.size(1), frames = x.size(2);
@@ -114,10 +115,10 @@ torch::Tensor gemm_transposed(const torch::Tensor& x, const torch::Tensor& weigh
     for (int64_t b = 0; b < batch; ++b) {
       const torch::Tensor columns = window[b];  // [in, n + m - 1]
       const torch::Tensor taps =
-          (weight.scalar_type() == torch::kBFloat16
+          (columns.size(1) <= kShortRows ? matmul_few_rows(columns.t(), weight_flat).t()
+           : weight.scalar_type() == torch::kBFloat16
                ? matmul_bfloat16_in_float32(columns.t(), weight_flat).t()
-           : few_rows(columns.t()) ? matmul_few_rows(columns.t(), weight_flat).t()
-                                   : torch::mm(weight_flat.t(), columns))
+               : torch::mm(weight_flat.t(), columns))
               .reshape({out, m, stride, n + m - 1});
       torch::Tensor sum = taps.select(1, 0).narrow(-1, m - 1, n).clone();
       for (int64_t i = 1; i < m; ++i) sum.add_(taps.select(1, i).narrow(-1, m - 1 - i, n));

@@ -277,50 +277,9 @@ __attribute__((target("avx512f"))) void linear_int8_avx512(const float* x, const
 
 bool has_avx512() { return available_isa() >= Isa::kAvx512; }
 
-// y[r, o] = sum_i x[r, i] w[i, o]: plain loops over rows of w.
-template <int R>
-void matmul_plain(const float* x, const float* w, float* y, int64_t in, int64_t out) {
-  for (int64_t k = 0; k < R * out; ++k) y[k] = 0;
-  for (int64_t i = 0; i < in; ++i) {
-    const float* row = w + i * out;
-    for (int r = 0; r < R; ++r) {
-      const float xi = x[r * in + i];
-      float* yr = y + r * out;
-      for (int64_t o = 0; o < out; ++o) yr[o] += xi * row[o];
-    }
-  }
-}
-
-// As matmul_plain, streaming w eight rows at a time into y, which stays in cache: each y vector
-// is loaded and stored once per eight rows of w (four ran 20% slower, two 50%).
-template <int R>
-__attribute__((target("avx2,fma"))) void matmul_avx2(const float* x, const float* w, float* y,
-                                                     int64_t in, int64_t out) {
-  constexpr int kRows = 8;
-  for (int64_t k = 0; k < R * out; ++k) y[k] = 0;
-  const int64_t vector_end = out / 8 * 8;
-  int64_t i = 0;
-  for (; i + kRows <= in; i += kRows) {
-    const float* wi = w + i * out;
-    for (int64_t o = 0; o < vector_end; o += 8) {
-      __m256 wv[kRows];
-      for (int j = 0; j < kRows; ++j) wv[j] = _mm256_loadu_ps(wi + j * out + o);
-      for (int r = 0; r < R; ++r) {
-        float* yr = y + r * out + o;
-        __m256 acc = _mm256_loadu_ps(yr);
-        for (int j = 0; j < kRows; ++j)
-          acc = _mm256_fmadd_ps(wv[j], _mm256_broadcast_ss(x + r * in + i + j), acc);
-        _mm256_storeu_ps(yr, acc);
-      }
-    }
-    for (int64_t o = vector_end; o < out; ++o)
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < kRows; ++j) y[r * out + o] += x[r * in + i + j] * wi[j * out + o];
-  }
-  for (; i < in; ++i)
-    for (int64_t o = 0; o < out; ++o)
-      for (int r = 0; r < R; ++r) y[r * out + o] += x[r * in + i] * w[i * out + o];
-}
+#define ALTO_KERNEL_FILE "alto/models/internal/matmul_kernel.inc"
+#include "alto/models/internal/per_isa.inc"
+#undef ALTO_KERNEL_FILE
 
 // Calls kernel<R> for the runtime row count.
 template <template <int> class Kernel, typename... Args>
@@ -386,10 +345,22 @@ void linear_parallel(int64_t rows, int64_t in, int64_t out, Operands... operands
   });
 }
 
+// bfloat16 weights as the kernels read them: their bits.
+inline const uint16_t* bits(const BFloat16* w) { return reinterpret_cast<const uint16_t*>(w); }
+inline const float* bits(const float* w) { return w; }
+
 template <int R>
 struct Matmul {
-  static void run(const float* x, const float* w, float* y, int64_t in, int64_t out) {
-    has_avx2() ? matmul_avx2<R>(x, w, y, in, out) : matmul_plain<R>(x, w, y, in, out);
+  template <typename W>
+  static void run(const float* x, const W* w, float* y, int64_t in, int64_t out, int64_t o_begin,
+                  int64_t o_end) {
+    const Isa isa = available_isa();
+    if (isa >= Isa::kAvx512)
+      avx512::matmul_rows<R>(x, bits(w), y, in, out, o_begin, o_end);
+    else if (isa >= Isa::kAvx2)
+      avx2::matmul_rows<R>(x, bits(w), y, in, out, o_begin, o_end);
+    else
+      plain::matmul_rows<R>(x, bits(w), y, in, out, o_begin, o_end);
   }
 };
 
@@ -617,13 +588,40 @@ torch::Tensor matmul_bfloat16_in_float32(const torch::Tensor& x, const torch::Te
 }
 
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight) {
-  check_operands(x, weight, 0, "matmul_few_rows");
-  ALTO_CHECK(x.scalar_type() == torch::kFloat32 && weight.scalar_type() == torch::kFloat32,
-             "matmul_few_rows: float32 only, got ", x.scalar_type(), " and ", weight.scalar_type());
+  ALTO_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat32 && x.is_cpu() && x.size(0) >= 1,
+             "matmul_few_rows: x must be float32 [rows >= 1, in] on CPU, got ", x.sizes(), " ",
+             x.scalar_type());
+  ALTO_CHECK(
+      weight.dim() == 2 && weight.is_cpu() && !weight.is_quantized() &&
+          (weight.scalar_type() == torch::kFloat32 || weight.scalar_type() == torch::kBFloat16) &&
+          weight.size(0) == x.size(1),
+      "matmul_few_rows: weight must be float32 or bfloat16 [", x.size(1), ", out] on CPU, got ",
+      weight.sizes(), " ", weight.scalar_type());
   const torch::Tensor xc = x.contiguous(), wc = weight.contiguous();
-  torch::Tensor y = torch::empty({x.size(0), weight.size(1)}, x.options());
-  dispatch_rows<Matmul>(x.size(0), xc.data_ptr<float>(), wc.data_ptr<float>(), y.data_ptr<float>(),
-                        x.size(1), weight.size(1));
+  const int64_t rows = x.size(0), in = x.size(1), out = weight.size(1);
+  torch::Tensor y = torch::empty({rows, out}, x.options());
+  // Beyond kMaxFewRows rows, groups of them take the weight's columns a slab of about 256 KiB
+  // at a time, each slab read from memory once and from cache by the later groups.
+  const int64_t slab =
+      rows <= kMaxFewRows
+          ? out
+          : std::max<int64_t>(
+                64, (int64_t{256} << 10) / (std::max<int64_t>(in, 1) * wc.element_size()));
+  const auto columns = [&](auto* w, int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; c += slab)
+      for (int64_t r = 0; r < rows; r += kMaxFewRows)
+        dispatch_rows<Matmul>(std::min(kMaxFewRows, rows - r), xc.data_ptr<float>() + r * in, w,
+                              y.data_ptr<float>() + r * out, in, out, c, std::min(end, c + slab));
+  };
+  // Columns split over alto's threads, each reading its part of every weight row: chunks of at
+  // least 128K weights, as linear_parallel's.
+  const int64_t grain = std::max<int64_t>(64, (int64_t{1} << 17) / std::max<int64_t>(in, 1));
+  parallel_for(0, out, grain, [&](int64_t begin, int64_t end) {
+    if (wc.scalar_type() == torch::kBFloat16)
+      columns(wc.data_ptr<BFloat16>(), begin, end);
+    else
+      columns(wc.data_ptr<float>(), begin, end);
+  });
   return y;
 }
 

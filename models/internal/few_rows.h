@@ -69,7 +69,12 @@ torch::Tensor linear_bfloat16_in_float32(const torch::Tensor& x, const torch::Te
 /// the whole weight per call would cost more than the product.
 torch::Tensor matmul_bfloat16_in_float32(const torch::Tensor& x, const torch::Tensor& weight);
 
-/// x [rows, in] @ weight, weight [in, out] -> [rows, out] (float32).
+/// x [rows, in] float32 @ weight, weight [in, out] float32 or bfloat16 -> float32 [rows, out],
+/// summed in float32 (bfloat16 widened exactly, as it is read): a transposed convolution's step
+/// reads its weight once, without widening it first. Up to kMaxFewRows rows read the weight
+/// once; more read it once from memory and once per kMaxFewRows of them from cache, which beat
+/// OpenBLAS's and oneDNN's GEMMs up to a few dozen rows (17 rows of a 512 x 3072 weight: float32
+/// 1.0 -> 0.7 ms, bfloat16 widened 1.0 -> 0.5 ms).
 torch::Tensor matmul_few_rows(const torch::Tensor& x, const torch::Tensor& weight);
 
 }  // namespace alto::models::kernels

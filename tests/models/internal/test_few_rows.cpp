@@ -1,7 +1,8 @@
 // models/internal/few_rows: the few-row products equal torch's for every row count, vector tails
 // (sizes off the 8/16/32-element blocks) and with or without a bias, in float32 and bfloat16 and
-// with int8 weights, on every instruction-set path and any thread count; bfloat16 products of
-// many rows as float32 GEMMs where the CPU lacks AVX-512 BF16; wrong operands are errors.
+// with int8 weights, on every instruction-set path and any thread count; matmul_few_rows with
+// bfloat16 weights and in groups beyond kMaxFewRows rows; bfloat16 products of many rows as
+// float32 GEMMs where the CPU lacks AVX-512 BF16; wrong operands are errors.
 
 #include <torch/torch.h>
 
@@ -18,6 +19,7 @@ using namespace alto::models::kernels;  // NOLINT
 
 TEST_CASE("linear_few_rows and matmul_few_rows equal torch on every path", "[few_rows]") {
   torch::manual_seed(5);
+  const int threads = alto::num_threads();
   for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512})
     for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
       for (const auto& [in, out] : {std::pair<int64_t, int64_t>{512, 1536},
@@ -44,6 +46,42 @@ TEST_CASE("linear_few_rows and matmul_few_rows equal torch on every path", "[few
         // Non-contiguous operands are taken as their values.
         alto::test::require_close(matmul_few_rows(x, wt.t().contiguous().t()), torch::mm(x, wt),
                                   atol, 1e-5, std::nullopt, "matmul, transposed view");
+        // A bfloat16 weight is its float32 values, widened as read; every thread count splits
+        // the columns alike.
+        const torch::Tensor wb = wt.to(torch::kBFloat16);
+        alto::set_num_threads(1);
+        const torch::Tensor y = matmul_few_rows(x, wb);
+        REQUIRE(y.scalar_type() == torch::kFloat32);
+        alto::test::require_close(y, torch::mm(x, wb.to(torch::kFloat32)), atol, 1e-5, std::nullopt,
+                                  "matmul, bfloat16");
+        alto::set_num_threads(2);
+        CHECK(torch::equal(matmul_few_rows(x, wb), y));
+        alto::set_num_threads(threads);
+        limit_isa(previous);
+      }
+}
+
+TEST_CASE("matmul_few_rows beyond kMaxFewRows: groups of rows over column slabs", "[few_rows]") {
+  torch::manual_seed(8);
+  const int threads = alto::num_threads();
+  // 512 inputs make slabs of 128 float32 (256 bfloat16) columns: 1000 outputs cross several,
+  // the last one short; row counts leave a short last group.
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512})
+    for (const int64_t rows : {5, 8, 17})
+      for (const auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+        const Isa previous = limit_isa(isa);
+        INFO("isa " << static_cast<int>(isa) << " rows " << rows << " " << dtype);
+        const torch::Tensor x = torch::randn({rows, 512});
+        const torch::Tensor w = torch::randn({512, 1000}).to(dtype);
+        alto::set_num_threads(1);
+        const torch::Tensor y = matmul_few_rows(x, w);
+        alto::test::require_close(y, torch::mm(x, w.to(torch::kFloat32)), 1e-4 * std::sqrt(512.0),
+                                  1e-5, std::nullopt, "grouped rows");
+        // Each row's sums are those of its group alone, however the columns split.
+        CHECK(torch::equal(matmul_few_rows(x.narrow(0, rows - 1, 1), w), y.narrow(0, rows - 1, 1)));
+        alto::set_num_threads(2);
+        CHECK(torch::equal(matmul_few_rows(x, w), y));
+        alto::set_num_threads(threads);
         limit_isa(previous);
       }
 }
@@ -51,7 +89,7 @@ TEST_CASE("linear_few_rows and matmul_few_rows equal torch on every path", "[few
 TEST_CASE("bfloat16 products on every path and thread count", "[few_rows]") {
   torch::manual_seed(6);
   const int threads = alto::num_threads();
-  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512Bf16}) {
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16}) {
     const Isa previous = limit_isa(isa);
     for (int64_t rows = 1; rows <= kMaxFewRows; ++rows)
       for (const auto& [in, out] : {std::pair<int64_t, int64_t>{1024, 5000}, {37, 5}, {64, 33}}) {
@@ -183,7 +221,8 @@ TEST_CASE("int8 weights: per-channel quantization as libtorch's, products on eve
   // int8 weights take float32 x only; float32 products refuse them.
   REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 70}).to(torch::kBFloat16), q, {}),
                       Catch::Contains("does not fit"));
-  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 300}), q), Catch::Contains("float32 only"));
+  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 300}), q),
+                      Catch::Contains("float32 or bfloat16 [300, out]"));
   REQUIRE_THROWS_WITH(quantize_int8(torch::randn({4, 8}).to(torch::kBFloat16)),
                       Catch::Contains("float32 [out, in]"));
   torch::Tensor bad = torch::randn({4, 8});
@@ -226,5 +265,9 @@ TEST_CASE("few-row products refuse what they cannot take", "[few_rows]") {
   REQUIRE_THROWS_WITH(linear_few_rows(torch::randn({2, 7}), w, {}),
                       Catch::Contains("does not fit"));
   REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 4}), w.to(torch::kFloat64)),
-                      Catch::Contains("does not fit"));
+                      Catch::Contains("weight must be float32 or bfloat16 [4, out]"));
+  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({2, 4}).to(torch::kBFloat16), w),
+                      Catch::Contains("x must be float32"));
+  REQUIRE_THROWS_WITH(matmul_few_rows(torch::randn({0, 4}), w),
+                      Catch::Contains("x must be float32 [rows >= 1, in]"));
 }
