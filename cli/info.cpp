@@ -42,7 +42,8 @@ void print_runtime(bool json) {
                                   {"threads", b.threads},
                                   {"dynamic", b.dynamic},
                                   {"action", b.action},
-                                  {"reason", b.reason}}},
+                                  {"reason", b.reason},
+                                  {"thread_timeout", b.thread_timeout}}},
                                 {"cpu", cpu}};
     std::cout << out.dump(2) << "\n";
     return;
@@ -56,6 +57,7 @@ void print_runtime(bool json) {
     std::cout << "blas core: " << b.core << " (OpenBLAS loaded " << b.loaded_core << "), "
               << b.threads << " thread" << (b.threads == 1 ? "" : "s") << "\n";
   std::cout << "blas choice: " << b.action << ": " << b.reason << "\n";
+  if (!b.thread_timeout.empty()) std::cout << "blas idle threads: " << b.thread_timeout << "\n";
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ struct BlasInfo {
   CpuInfo cpu;
   std::string action;  // "switched" or "kept"
   std::string reason;  // why, in one sentence
+  // How long OpenBLAS's idle threads poll before sleeping, and who chose it (alto when it
+  // loaded, the user's environment, or OpenBLAS's default where alto could not set it).
+  std::string thread_timeout;
 
   std::string to_string() const;
 };

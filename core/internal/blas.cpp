@@ -60,6 +60,10 @@ struct OpenBlas {
   void (*set_num_threads)(int) = nullptr;
   void (*dynamic_init)() = nullptr;
   void (*dynamic_quit)() = nullptr;
+  // The thread server of a pthreads build.
+  void (*read_env)() = nullptr;
+  int (*thread_shutdown)() = nullptr;
+  int (*thread_init)() = nullptr;
 };
 
 void* find_symbol(const char* name) {
@@ -90,6 +94,9 @@ const OpenBlas& openblas() {
     a.set_num_threads = reinterpret_cast<void (*)(int)>(find_symbol("openblas_set_num_threads"));
     a.dynamic_init = reinterpret_cast<void (*)()>(find_symbol("gotoblas_dynamic_init"));
     a.dynamic_quit = reinterpret_cast<void (*)()>(find_symbol("gotoblas_dynamic_quit"));
+    a.read_env = reinterpret_cast<void (*)()>(find_symbol("openblas_read_env"));
+    a.thread_shutdown = reinterpret_cast<int (*)()>(find_symbol("blas_thread_shutdown_"));
+    a.thread_init = reinterpret_cast<int (*)()>(find_symbol("blas_thread_init"));
     return a;
   }();
   return api;
@@ -101,6 +108,8 @@ struct Decision {
   std::optional<std::string> loaded_core;
   std::string action = "kept";
   std::string reason = "alto has not configured the BLAS";
+  std::string thread_timeout = "OpenBLAS's own: alto has not configured the BLAS";
+  bool thread_timeout_chosen = false;  // once per process, when libalto loads
 };
 
 Decision& decision() {
@@ -129,6 +138,7 @@ BlasInfo read_blas(const Decision& d) {
   info.loaded_core = d.loaded_core.value_or(info.core);
   info.action = d.action;
   info.reason = d.reason;
+  if (info.library == "OpenBLAS") info.thread_timeout = d.thread_timeout;
   return info;
 }
 
@@ -159,6 +169,24 @@ void switch_core(const std::string& core) {
   const std::string now = ob.get_corename();
   ALTO_CHECK_AS(Unsupported, iequals(now, core), "OpenBLAS runs core ", now, " after switching to ",
                 core);
+}
+
+// Restarts OpenBLAS's threads so that they poll for 2^log2_cycles before sleeping: its
+// blas_thread_init takes the timeout from openblas_read_env's copy of OPENBLAS_THREAD_TIMEOUT,
+// which is read again with the variable unset afterwards (only called when the user had not set
+// it), so child processes see the user's environment. Not safe while another thread is inside a
+// BLAS call.
+void set_thread_timeout(int log2_cycles) {
+  const OpenBlas& ob = openblas();
+  ALTO_CHECK_AS(Unsupported, ob.read_env && ob.thread_shutdown && ob.thread_init,
+                "cannot set OpenBLAS's thread timeout: the BLAS in this process is not an "
+                "OpenBLAS with a thread server (openblas_read_env, blas_thread_init)");
+  setenv("OPENBLAS_THREAD_TIMEOUT", std::to_string(log2_cycles).c_str(), 1);
+  ob.read_env();
+  ob.thread_shutdown();
+  ob.thread_init();
+  unsetenv("OPENBLAS_THREAD_TIMEOUT");
+  ob.read_env();
 }
 
 // Decide when libalto loads: OpenBLAS's constructor has just picked its core (dependencies are
@@ -291,6 +319,20 @@ BlasChoice choose_blas_core(const std::string& current_core, const CpuInfo& cpu,
                     cpu.level() + ": switched to " + best};
 }
 
+BlasThreadTimeoutChoice choose_blas_thread_timeout(const char* openblas_thread_timeout,
+                                                   const char* goto_thread_timeout) {
+  if (openblas_thread_timeout)
+    return {0, std::string("OPENBLAS_THREAD_TIMEOUT=") + openblas_thread_timeout +
+                   " is set by the user: alto respects it"};
+  if (goto_thread_timeout)
+    return {0, std::string("GOTO_THREAD_TIMEOUT=") + goto_thread_timeout +
+                   " is set by the user: alto respects it"};
+  return {kBlasThreadTimeoutLog2,
+          "2^" + std::to_string(kBlasThreadTimeoutLog2) +
+              " cycles, set by alto (OpenBLAS's default 2^28 polls ~0.1 s after every product, "
+              "on cores alto's threads need; OPENBLAS_THREAD_TIMEOUT overrides)"};
+}
+
 BlasInfo blas_info() {
   Decision& d = decision();
   std::lock_guard<std::mutex> lock(d.mutex);
@@ -304,6 +346,21 @@ BlasInfo configure_blas() {
   if (!d.loaded_core) d.loaded_core = now.core;
   const BlasChoice choice = choose_blas_core(now.core, now.cpu, std::getenv("OPENBLAS_CORETYPE"),
                                              std::getenv("ALTO_BLAS_CORETYPE"));
+  if (!d.thread_timeout_chosen && now.library == "OpenBLAS") {
+    d.thread_timeout_chosen = true;
+    const BlasThreadTimeoutChoice timeout = choose_blas_thread_timeout(
+        std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOTO_THREAD_TIMEOUT"));
+    d.thread_timeout = timeout.reason;
+    if (now.config.find("USE_OPENMP") != std::string::npos) {
+      d.thread_timeout = "OpenMP's: OpenBLAS is an OpenMP build (" + now.config + ")";
+    } else if (timeout.log2_cycles > 0) {
+      try {
+        set_thread_timeout(timeout.log2_cycles);
+      } catch (const Error& e) {
+        d.thread_timeout = std::string("OpenBLAS's own: ") + e.what();
+      }
+    }
+  }
   d.action = "kept";
   d.reason = choice.reason;
   if (!choice.core.empty()) {
@@ -348,7 +405,9 @@ std::string BlasInfo::to_string() const {
   if (!config.empty()) out << ", config=\"" << config << "\"";
   if (!core.empty()) out << ", core=" << core << ", loaded_core=" << loaded_core;
   out << ", threads=" << threads << ", dynamic=" << (dynamic ? "true" : "false")
-      << ", cpu=" << cpu.to_string() << ", action=" << action << ", reason=\"" << reason << "\")";
+      << ", cpu=" << cpu.to_string() << ", action=" << action << ", reason=\"" << reason << "\"";
+  if (!thread_timeout.empty()) out << ", thread_timeout=\"" << thread_timeout << "\"";
+  out << ")";
   return out.str();
 }
 

@@ -41,6 +41,26 @@ BlasChoice choose_blas_core(const std::string& current_core, const CpuInfo& cpu,
 /// not run while another thread is inside a BLAS call.
 BlasInfo configure_blas();
 
+/// How long OpenBLAS's idle threads poll for work (calling sched_yield) before they sleep, as
+/// log2 of TSC cycles: OpenBLAS's own default is 28 (~0.1 s), after every threaded product. On
+/// two cores that poller shared a core with alto's and libtorch's threads for the whole of the
+/// work between products (Whisper-base's encoder on 2 threads: 0.53-0.58 s against 0.45-0.49 s
+/// with 20; its decoder step on 2 threads at times no faster than on 1). 2^20 cycles still
+/// spans the few microseconds between one layer's products.
+constexpr int kBlasThreadTimeoutLog2 = 20;
+
+/// alto's decision on OpenBLAS's idle-thread timeout: `log2_cycles` to set, 0 to leave it.
+struct BlasThreadTimeoutChoice {
+  int log2_cycles = 0;
+  std::string reason;
+};
+
+/// The rule libalto applies when it loads, as a pure function: kBlasThreadTimeoutLog2 unless the
+/// user set OPENBLAS_THREAD_TIMEOUT or GOTO_THREAD_TIMEOUT (the values given, nullptr when
+/// unset; OPENBLAS_THREAD_TIMEOUT=28 restores OpenBLAS's default).
+BlasThreadTimeoutChoice choose_blas_thread_timeout(const char* openblas_thread_timeout,
+                                                   const char* goto_thread_timeout);
+
 /// Switches a DYNAMIC_ARCH OpenBLAS to `core` (an OpenBLAS core name) now. Throws
 /// alto::Unsupported when the BLAS is not such an OpenBLAS, alto::InvalidArgument for a core alto
 /// does not know or this CPU cannot run. Not safe while another thread is inside a BLAS call: the
