@@ -198,4 +198,16 @@ SingleThreadedTorch::~SingleThreadedTorch() {
 #endif
 }
 
+ThreadedTorch::ThreadedTorch() : previous_(at::get_num_threads()) {
+#ifdef _OPENMP
+  omp_set_num_threads(num_threads());
+#endif
+}
+
+ThreadedTorch::~ThreadedTorch() {
+#ifdef _OPENMP
+  omp_set_num_threads(previous_);
+#endif
+}
+
 }  // namespace alto

@@ -6,6 +6,7 @@
 
 #include "alto/core/checkpoint.h"
 #include "alto/core/error.h"
+#include "alto/core/threading.h"
 #include "alto/models/internal/activation.h"
 #include "alto/models/internal/conv.h"
 #include "alto/models/internal/few_rows.h"
@@ -67,6 +68,10 @@ torch::Tensor linear_then(const torch::Tensor& x, const torch::Tensor& weight,
     y = torch::mm(flat, weight.t());
     kernels::activate_(y, bias, kernel_activation(*activation));
     return y.view(sizes);
+  } else if (x.scalar_type() == torch::kBFloat16) {
+    // oneDNN's bfloat16 GEMM runs on libtorch's OpenMP team, which the models hold to one thread.
+    const ThreadedTorch threaded;
+    y = torch::linear(x, weight, bias);
   } else {
     y = torch::linear(x, weight, bias);
   }
