@@ -109,7 +109,6 @@ struct Decision {
   std::string action = "kept";
   std::string reason = "alto has not configured the BLAS";
   std::string thread_timeout = "OpenBLAS's own: alto has not configured the BLAS";
-  bool thread_timeout_chosen = false;  // once per process, when libalto loads
 };
 
 Decision& decision() {
@@ -189,12 +188,34 @@ void set_thread_timeout(int log2_cycles) {
   ob.read_env();
 }
 
+// Applies choose_blas_thread_timeout() once, when libalto loads (a later configure_blas() is
+// about the core and leaves the threads alone).
+void configure_thread_timeout() {
+  Decision& d = decision();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  const BlasInfo now = read_blas(d);
+  if (now.library != "OpenBLAS") return;
+  const BlasThreadTimeoutChoice timeout = choose_blas_thread_timeout(
+      std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOTO_THREAD_TIMEOUT"));
+  d.thread_timeout = timeout.reason;
+  if (now.config.find("USE_OPENMP") != std::string::npos) {
+    d.thread_timeout = "OpenMP's: OpenBLAS is an OpenMP build (" + now.config + ")";
+  } else if (timeout.log2_cycles > 0) {
+    try {
+      set_thread_timeout(timeout.log2_cycles);
+    } catch (const Error& e) {
+      d.thread_timeout = std::string("OpenBLAS's own: ") + e.what();
+    }
+  }
+}
+
 // Decide when libalto loads: OpenBLAS's constructor has just picked its core (dependencies are
 // initialised first), no GEMM has run and the application has started no thread yet. An exception
 // must not escape a static initialiser, so failures only end up in the recorded reason.
 const bool g_configured_at_load = [] {
   try {
     configure_blas();
+    configure_thread_timeout();
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lock(decision().mutex);
     decision().reason = e.what();
@@ -346,21 +367,6 @@ BlasInfo configure_blas() {
   if (!d.loaded_core) d.loaded_core = now.core;
   const BlasChoice choice = choose_blas_core(now.core, now.cpu, std::getenv("OPENBLAS_CORETYPE"),
                                              std::getenv("ALTO_BLAS_CORETYPE"));
-  if (!d.thread_timeout_chosen && now.library == "OpenBLAS") {
-    d.thread_timeout_chosen = true;
-    const BlasThreadTimeoutChoice timeout = choose_blas_thread_timeout(
-        std::getenv("OPENBLAS_THREAD_TIMEOUT"), std::getenv("GOTO_THREAD_TIMEOUT"));
-    d.thread_timeout = timeout.reason;
-    if (now.config.find("USE_OPENMP") != std::string::npos) {
-      d.thread_timeout = "OpenMP's: OpenBLAS is an OpenMP build (" + now.config + ")";
-    } else if (timeout.log2_cycles > 0) {
-      try {
-        set_thread_timeout(timeout.log2_cycles);
-      } catch (const Error& e) {
-        d.thread_timeout = std::string("OpenBLAS's own: ") + e.what();
-      }
-    }
-  }
   d.action = "kept";
   d.reason = choice.reason;
   if (!choice.core.empty()) {
