@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
                  "[--output OUT] [--profile PREFIX] [--soak SECONDS] [--dtype D]\n";
     return 1;
   }
+  alto::keep_freed_memory();  // as the alto command does
   try {
     const std::string model_dir = argv[1];
     const std::string input_path = argv[2];

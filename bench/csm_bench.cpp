@@ -10,9 +10,9 @@
 // its parts measured alone: backbone_ms (one step and the head), depth_ms (the K - 1 depth
 // steps), codec_ms (Mimi's decode of one frame). OUT receives `audio_codes` [frames, K].
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
@@ -107,6 +108,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  alto::keep_freed_memory();  // as the alto command does
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
                  "[--streams 1,2,4] [--input IN.safetensors] [--output OUT.safetensors]\n";
     return 1;
   }
+  alto::keep_freed_memory();  // as the alto command does
   try {
     std::string dtype = "float32", streams_list = "1,2,4", input, output;
     int threads = 1, steps = 20;

@@ -3,11 +3,13 @@
 // which times PyTorch eager on the same weights in the same run and prints the bandwidth bound.
 //
 // alto_bench_text_decoder MODEL_DIR INPUT.safetensors [--dtype float32|bfloat16] [--threads N]
-//     [--decode-tokens N] [--repeat N] [--output OUT.safetensors]
+//     [--decode-tokens N] [--repeat N] [--output OUT.safetensors] [--profile TRACE.json]
 //
 // INPUT holds `input_ids` [1, T]. OUT receives `prefill_logits` [1, vocab] (the last prompt
-// position), `tokens` [1, N] (greedy) and `logits` [N, vocab] of the decoded steps.
+// position), `tokens` [1, N] (greedy) and `logits` [N, vocab] of the decoded steps. --profile
+// writes a Chrome trace of one more prefill (libtorch's profiler) for its time breakdown.
 
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/core/threading.h"
@@ -34,12 +37,14 @@ double seconds_since(Clock::time_point t0) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: alto_bench_text_decoder MODEL_DIR INPUT.safetensors [--dtype D] "
-                 "[--threads N] [--decode-tokens N] [--repeat N] [--output OUT]\n";
+    std::cerr
+        << "usage: alto_bench_text_decoder MODEL_DIR INPUT.safetensors [--dtype D] "
+           "[--threads N] [--decode-tokens N] [--repeat N] [--output OUT] [--profile TRACE]\n";
     return 1;
   }
+  alto::keep_freed_memory();  // as the alto command does
   try {
-    std::string dtype = "float32", output;
+    std::string dtype = "float32", output, profile;
     int threads = 1, decode_tokens = 16, repeat = 2;
     for (int i = 3; i + 1 < argc; i += 2) {
       const std::string flag = argv[i], value = argv[i + 1];
@@ -53,6 +58,8 @@ int main(int argc, char** argv) {
         repeat = std::stoi(value);
       else if (flag == "--output")
         output = value;
+      else if (flag == "--profile")
+        profile = value;
       else
         throw alto::InvalidArgument("unknown option " + flag);
     }
@@ -82,6 +89,11 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       prefill_logits = prefill(state);
       prefill_s = std::min(prefill_s, seconds_since(t0));
+    }
+    if (!profile.empty()) {
+      auto state = decoder->start(1, prompt);
+      torch::autograd::profiler::RecordProfile guard(profile);
+      prefill(state);
     }
 
     // Greedy decoding after the prompt, one token per forward on the cache.

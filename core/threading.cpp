@@ -184,27 +184,17 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
   if (error) std::rethrow_exception(error);
 }
 
-SingleThreadedTorch::SingleThreadedTorch() : previous_(at::get_num_threads()) {
+TorchThreads::TorchThreads(int threads) : previous_(at::get_num_threads()) {
   // at::get_num_threads() above ran libtorch's per-thread OpenMP set-up, which would otherwise
   // restore the global count at this thread's first parallel operator.
+  ALTO_CHECK(threads >= 1 && threads <= max_num_threads(), "TorchThreads: threads must be in [1, ",
+             max_num_threads(), "], got ", threads);
 #ifdef _OPENMP
-  omp_set_num_threads(1);
+  omp_set_num_threads(threads);
 #endif
 }
 
-SingleThreadedTorch::~SingleThreadedTorch() {
-#ifdef _OPENMP
-  omp_set_num_threads(previous_);
-#endif
-}
-
-ThreadedTorch::ThreadedTorch() : previous_(at::get_num_threads()) {
-#ifdef _OPENMP
-  omp_set_num_threads(num_threads());
-#endif
-}
-
-ThreadedTorch::~ThreadedTorch() {
+TorchThreads::~TorchThreads() {
 #ifdef _OPENMP
   omp_set_num_threads(previous_);
 #endif

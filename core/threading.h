@@ -24,32 +24,21 @@ int max_num_threads();
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
 
-/// While alive, libtorch's intra-op work started from the calling thread runs on that thread
-/// alone (OpenMP's team size is per thread; other threads keep theirs). For work too small to
-/// share: a streaming step's operators take microseconds each, and handing each to a second
-/// OpenMP thread cost more than it saved (Mimi, one 80 ms frame: 10x slower on 2 threads than
-/// on 1 while the other core was busy). A no-op where libtorch does not use OpenMP.
-class SingleThreadedTorch {
- public:
-  SingleThreadedTorch();
-  ~SingleThreadedTorch();
-  SingleThreadedTorch(const SingleThreadedTorch&) = delete;
-  SingleThreadedTorch& operator=(const SingleThreadedTorch&) = delete;
-
- private:
-  int previous_;
-};
-
-/// While alive, libtorch's intra-op work started from the calling thread uses num_threads()
-/// threads again, inside a SingleThreadedTorch: for the products that only libtorch's OpenMP team
-/// runs (oneDNN's bfloat16 GEMMs on CPUs with AVX-512 BF16: a 1000-token bfloat16 prefill of a
+/// While alive, libtorch's intra-op work started from the calling thread runs on `threads`
+/// threads (OpenMP's team size is per thread; other threads keep theirs); a no-op where libtorch
+/// does not use OpenMP. TorchThreads(1) is for work too small to share: a streaming step's
+/// operators take microseconds each, and handing each to a second OpenMP thread cost more than
+/// it saved (Mimi, one 80 ms frame: 10x slower on 2 threads than on 1 while the other core was
+/// busy), and the team's threads spin on their cores for milliseconds after each operator.
+/// TorchThreads(num_threads()) gives the team back inside such a hold, for the products that only
+/// it runs (oneDNN's bfloat16 GEMMs on CPUs with AVX-512 BF16: a 1000-token bfloat16 prefill of a
 /// 4-layer Qwen2-0.5B took 0.84 s on 1 thread, 0.80 s on 2 held to one, 0.65 s on 2 with this).
-class ThreadedTorch {
+class TorchThreads {
  public:
-  ThreadedTorch();
-  ~ThreadedTorch();
-  ThreadedTorch(const ThreadedTorch&) = delete;
-  ThreadedTorch& operator=(const ThreadedTorch&) = delete;
+  explicit TorchThreads(int threads);
+  ~TorchThreads();
+  TorchThreads(const TorchThreads&) = delete;
+  TorchThreads& operator=(const TorchThreads&) = delete;
 
  private:
   int previous_;

@@ -10,6 +10,7 @@
 
 #include "alto/core/error.h"
 #include "alto/core/internal/json_config.h"
+#include "alto/core/threading.h"
 
 namespace alto::models {
 
@@ -70,6 +71,9 @@ std::string GenerationConfig::to_string() const {
 torch::Tensor next_tokens(const torch::Tensor& logits, const torch::Tensor& history,
                           const GenerationConfig& config, at::Generator& generator) {
   ALTO_CHECK(logits.dim() == 2, "next_tokens: logits must be [batch, vocab], got ", logits.sizes());
+  // Between two steps: libtorch's OpenMP team would spin on the cores of the next step's
+  // products for milliseconds after each of these operators (see TextDecoder::logits).
+  const TorchThreads operators_inline(1);
   torch::Tensor scores = logits.to(torch::kFloat32);
   if (config.repetition_penalty != 1.0 && history.defined() && history.numel() > 0) {
     const torch::Tensor ids = history.to(scores.device(), torch::kInt64);

@@ -292,11 +292,15 @@ torch::Tensor TextDecoder::forward(const torch::Tensor& inputs_embeds,
   ALTO_CHECK(past + time <= state.capacity(), "TextDecoder::forward: ", past, " cached + ", time,
              " new positions exceed the state's capacity of ", state.capacity());
   torch::NoGradGuard no_grad;
-  // The heavy work runs on other threads: a step's few-row products on alto's (blocks::linear),
-  // a prompt's GEMMs on OpenBLAS's pool. libtorch's OpenMP team, left spinning after each of
-  // the small operators between them, would take their cores: a 64-token Qwen2-0.5B prefill
-  // took 1.4 s on 2 threads with the team and 0.5 s without (0.7 s on 1 thread).
-  const SingleThreadedTorch operators_inline;
+  // A step's few-row products run on alto's threads (blocks::linear), a float32 prompt's GEMMs
+  // on OpenBLAS's pool. libtorch's OpenMP team, left spinning after each of the small operators
+  // between them, would take their cores: a 64-token float32 Qwen2-0.5B prefill took 1.4 s on 2
+  // threads with the team and 0.5 s without (0.7 s on 1 thread). A bfloat16 prompt's GEMMs and
+  // elementwise operators run on that team (oneDNN on AVX-512 BF16), so it keeps it: a 4-layer
+  // Qwen2-0.5B's 1000-token prefill took 0.66 s on 2 threads held and 0.52 s not.
+  const bool bfloat16_prompt =
+      impl_->options.dtype == torch::kBFloat16 && batch * time > kernels::kMaxFewRows;
+  const TorchThreads team(bfloat16_prompt ? num_threads() : 1);
   torch::Tensor real =
       attention_mask.defined()
           ? attention_mask.to(device, torch::kInt64)
@@ -347,6 +351,10 @@ torch::Tensor TextDecoder::logits(const torch::Tensor& hidden) const {
   ALTO_CHECK(impl_->lm_head.defined(), "TextDecoder::logits: the decoder at '", impl_->prefix,
              "' was bound without a head");
   torch::NoGradGuard no_grad;
+  // The widening of a step's bfloat16 logits (150k values) is an OpenMP operator of libtorch's;
+  // its team then spun on the other core through the next step's products (a bfloat16 4-layer
+  // Qwen2-0.5B step on 2 threads: 14 ms, 8 ms without the team).
+  const TorchThreads operators_inline(1);
   return blocks::linear(hidden.to(impl_->options.device, impl_->options.dtype), impl_->lm_head)
       .to(torch::kFloat32);
 }

@@ -21,25 +21,25 @@ std::string AudioEncodeOptions::to_string() const {
 
 torch::Tensor AudioTokenizerStream::encode_step(const torch::Tensor& samples) {
   torch::NoGradGuard no_grad;
-  const SingleThreadedTorch one_thread;  // a step's operators are too small to share
+  const TorchThreads one_thread(1);  // a step's operators are too small to share
   return do_encode_step(samples);
 }
 
 torch::Tensor AudioTokenizerStream::decode_step(const torch::Tensor& codes) {
   torch::NoGradGuard no_grad;
-  const SingleThreadedTorch one_thread;
+  const TorchThreads one_thread(1);
   return do_decode_step(codes);
 }
 
 torch::Tensor AudioTokenizerStream::encode_flush() {
   torch::NoGradGuard no_grad;
-  const SingleThreadedTorch one_thread;
+  const TorchThreads one_thread(1);
   return do_encode_flush();
 }
 
 torch::Tensor AudioTokenizerStream::decode_flush() {
   torch::NoGradGuard no_grad;
-  const SingleThreadedTorch one_thread;
+  const TorchThreads one_thread(1);
   return do_decode_flush();
 }
 

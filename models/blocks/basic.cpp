@@ -70,7 +70,7 @@ torch::Tensor linear_then(const torch::Tensor& x, const torch::Tensor& weight,
     return y.view(sizes);
   } else if (x.scalar_type() == torch::kBFloat16) {
     // oneDNN's bfloat16 GEMM runs on libtorch's OpenMP team, which the models hold to one thread.
-    const ThreadedTorch threaded;
+    const TorchThreads threaded(num_threads());
     y = torch::linear(x, weight, bias);
   } else {
     y = torch::linear(x, weight, bias);
@@ -193,6 +193,12 @@ torch::Tensor activate(const torch::Tensor& x, Activation activation) {
       return torch::elu(x);
   }
   return x;
+}
+
+torch::Tensor activate_gated(torch::Tensor gate, const torch::Tensor& up, Activation activation) {
+  if (!kernels::gated_activation_fits(gate, up)) return activate(gate, activation) * up;
+  kernels::activate_gated_(gate, up, kernel_activation(activation));
+  return gate;
 }
 
 }  // namespace alto::models::blocks

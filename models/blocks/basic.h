@@ -31,6 +31,10 @@ torch::Tensor uninitialised_parameter(torch::nn::Module& module, const std::stri
 enum class Activation { kGelu, kGeluTanh, kRelu, kSilu, kElu };
 Activation parse_activation(const std::string& name, const std::string& field);
 torch::Tensor activate(const torch::Tensor& x, Activation activation);
+/// activate(gate, activation) * up, a gated MLP's product, in one pass where the CPU kernel takes
+/// the operands (float32 or bfloat16 rows): gate is then written over, so callers pass a
+/// temporary.
+torch::Tensor activate_gated(torch::Tensor gate, const torch::Tensor& up, Activation activation);
 
 /// torch::linear(x, weight, bias) for x [..., in]. A few rows (a decoding or streaming step)
 /// go to the kernels that read each weight once, on all intra-op threads (models/internal/

@@ -24,7 +24,7 @@ GatedMlpImpl::GatedMlpImpl(int64_t hidden_size, int64_t intermediate_size, bool 
           register_module("down_proj", Linear(intermediate_size, hidden_size, bias, options))) {}
 
 torch::Tensor GatedMlpImpl::forward(const torch::Tensor& x) const {
-  return down_proj->forward(gate_proj->forward(x, activation) * up_proj->forward(x));
+  return down_proj->forward(activate_gated(gate_proj->forward(x), up_proj->forward(x), activation));
 }
 
 GatingMlpImpl::GatingMlpImpl(int64_t hidden_size, int64_t intermediate_size, Activation act,
@@ -36,7 +36,7 @@ GatingMlpImpl::GatingMlpImpl(int64_t hidden_size, int64_t intermediate_size, Act
 torch::Tensor GatingMlpImpl::forward(const torch::Tensor& x) const {
   const torch::Tensor h = fc1->forward(x);
   const int64_t half = h.size(-1) / 2;
-  return fc2->forward(activate(h.narrow(-1, 0, half), activation) * h.narrow(-1, half, half));
+  return fc2->forward(activate_gated(h.narrow(-1, 0, half), h.narrow(-1, half, half), activation));
 }
 
 }  // namespace alto::models::blocks

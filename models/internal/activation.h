@@ -23,4 +23,13 @@ torch::Tensor activate(const torch::Tensor& x, const torch::Tensor& bias, Activa
 /// The same, written over x.
 void activate_(const torch::Tensor& x, const torch::Tensor& bias, Activation activation);
 
+/// Whether activate_gated_() takes gate and up: CPU tensors of one dtype (float32 or bfloat16)
+/// and one shape [..., n], each a stack of rows of n adjacent values, evenly spaced (contiguous,
+/// or a narrow of a contiguous tensor along its last dimension).
+bool gated_activation_fits(const torch::Tensor& gate, const torch::Tensor& up);
+/// gate = activation(gate) * up in one pass (callers check gated_activation_fits): a gated MLP's
+/// product (SwiGLU with SiLU) without libtorch's two operators and their new tensors. bfloat16
+/// rounds the activation to bfloat16 before the product, as those two operators do.
+void activate_gated_(const torch::Tensor& gate, const torch::Tensor& up, Activation activation);
+
 }  // namespace alto::models::kernels

@@ -442,8 +442,8 @@ torch::Tensor KyutaiSpeechToText::forward(const torch::Tensor& inputs_embeds,
   const int64_t batch = inputs_embeds.size(0), time = inputs_embeds.size(1);
   // A step's few-row products stream the weights on alto's threads (blocks::linear); libtorch's
   // OpenMP team would spin on their cores between its tiny operators.
-  std::optional<SingleThreadedTorch> step_threads;
-  if (batch * time <= kernels::kMaxFewRows) step_threads.emplace();
+  std::optional<TorchThreads> step_threads;
+  if (batch * time <= kernels::kMaxFewRows) step_threads.emplace(1);
   const blocks::RingPositions::Step step = state.positions.plan(time, advancing, torch::kFloat32);
   auto [cos, sin] = impl_->rope.cos_sin(step.positions);
   torch::Tensor x = inputs_embeds.to(impl_->options.device, impl_->options.dtype);

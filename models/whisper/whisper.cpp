@@ -219,7 +219,7 @@ torch::Tensor Whisper::Impl::decode(const torch::Tensor& tokens, WhisperDecoderS
   const int64_t group = rows / audios;
   // The products run on alto's threads (a few rows) or OpenBLAS's pool (beams, prompts);
   // libtorch's OpenMP team would spin on their cores between operators (TextDecoder).
-  const SingleThreadedTorch operators_inline;
+  const TorchThreads operators_inline(1);
 
   torch::Tensor x = decoder.embed_tokens->forward(tokens.to(options.device));
   if (config.scale_embedding) x = x * std::sqrt(static_cast<double>(config.d_model));

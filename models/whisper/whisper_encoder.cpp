@@ -92,7 +92,7 @@ torch::Tensor WhisperEncoder::encode(const torch::Tensor& input_features,
   // The GEMMs run on OpenBLAS's pool and the attention on alto's threads; libtorch's OpenMP
   // team, spinning after each elementwise operator, took their cores: whisper-base on 2 threads
   // ran in 0.85 s with it and 0.64 s without (0.89 s on 1 thread).
-  const SingleThreadedTorch operators_inline;
+  const TorchThreads operators_inline(1);
   return impl_->encode(input_features, options, intermediates);
 }
 

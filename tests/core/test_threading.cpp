@@ -25,6 +25,32 @@ TEST_CASE("set_num_threads drives libtorch's intra-op pool", "[core]") {
   CHECK(alto::default_num_threads() >= 1);
 }
 
+TEST_CASE("TorchThreads sets the calling thread's libtorch team while alive, nested", "[core]") {
+  if (at::get_parallel_info().find("parallel backend: OpenMP") == std::string::npos) {
+    WARN("skipped: TorchThreads is a no-op where libtorch does not use OpenMP");
+    return;
+  }
+  alto::set_num_threads(2);
+  {
+    const alto::TorchThreads held(1);
+    CHECK(at::get_num_threads() == 1);
+    {
+      const alto::TorchThreads team(alto::num_threads());
+      CHECK(at::get_num_threads() == 2);
+    }
+    CHECK(at::get_num_threads() == 1);
+    // Another thread keeps the process's count.
+    int other = 0;
+    std::thread([&] { other = at::get_num_threads(); }).join();
+    CHECK(other == 2);
+  }
+  CHECK(at::get_num_threads() == 2);
+  CHECK_THROWS_WITH(alto::TorchThreads(0),
+                    Catch::Contains("TorchThreads: threads must be in [1, "));
+  CHECK(at::get_num_threads() == 2);
+  alto::set_num_threads(1);
+}
+
 namespace {
 
 // Each index of [0, n) counted by parallel_for's chunks.

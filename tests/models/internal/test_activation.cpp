@@ -1,6 +1,7 @@
 // models/internal/activation: GELU (erf and tanh), ReLU, SiLU and ELU with and without a bias
 // against the functions in float64, on every instruction-set path and thread count, rows off the
-// vector width; wrong operands are errors.
+// vector width; the gated product activation(gate) * up in float32 (the two steps' bits) and
+// bfloat16 (libtorch's two roundings), on rows of views; wrong operands are errors.
 
 #include <torch/torch.h>
 
@@ -103,4 +104,83 @@ TEST_CASE("activation refuses what it cannot take", "[activation]") {
   REQUIRE_THROWS_AS(activate(x.t(), {}, Activation::kGelu), alto::InvalidArgument);
   REQUIRE_THROWS_WITH(activate(x, torch::randn({7}), Activation::kGelu),
                       Catch::Contains("bias must be float32 [8]"));
+}
+
+TEST_CASE("the gated product is activation(gate) * up with each step's rounding", "[activation]") {
+  torch::manual_seed(12);
+  const int threads = alto::num_threads();
+  const torch::Tensor h = torch::randn({300, 2 * 1030}) * 3;
+  h.view(-1)[5] = std::numeric_limits<float>::quiet_NaN();
+  for (const Isa isa : {Isa::kPlain, Isa::kAvx2, Isa::kAvx512})
+    for (const int thread_count : {1, 2})
+      for (const int64_t columns : {1030, 37, 1})
+        for (const Activation activation :
+             {Activation::kGelu, Activation::kGeluTanh, Activation::kRelu, Activation::kSilu,
+              Activation::kElu}) {
+          INFO("isa " << static_cast<int>(isa) << " threads " << thread_count << " columns "
+                      << columns << " activation " << static_cast<int>(activation));
+          const Isa previous = limit_isa(isa);
+          alto::set_num_threads(thread_count);
+          // Halves of one tensor's rows (Kyutai's gating MLP) and separate contiguous tensors.
+          const torch::Tensor rows = h.narrow(1, 0, 2 * columns).contiguous();
+          const torch::Tensor gate = rows.narrow(1, 0, columns),
+                              up = rows.narrow(1, columns, columns);
+          REQUIRE(gated_activation_fits(gate, up));
+          // float32: the activation's bits times up, as activate() then torch::mul give them.
+          const torch::Tensor expected = activate(gate.contiguous(), {}, activation) * up;
+          torch::Tensor in_halves = rows.clone();
+          activate_gated_(in_halves.narrow(1, 0, columns), in_halves.narrow(1, columns, columns),
+                          activation);
+          REQUIRE(torch::allclose(in_halves.narrow(1, 0, columns), expected, 0, 0, true));
+          REQUIRE(torch::equal(in_halves.narrow(1, columns, columns), up));  // up untouched
+          const torch::Tensor separate = gate.contiguous().view({3, 100, columns});
+          activate_gated_(separate, up.contiguous().view({3, 100, columns}), activation);
+          REQUIRE(torch::allclose(separate.view({300, columns}), expected, 0, 0, true));
+          // bfloat16: the activation rounded to bfloat16, then the product rounded.
+          const torch::Tensor gate16 = gate.to(torch::kBFloat16).contiguous();
+          const torch::Tensor up16 = up.to(torch::kBFloat16).contiguous();
+          const torch::Tensor expected16 =
+              (activate(gate16.to(torch::kFloat32), {}, activation).to(torch::kBFloat16) * up16);
+          torch::Tensor y16 = gate16.clone();
+          activate_gated_(y16, up16, activation);
+          REQUIRE(torch::allclose(y16, expected16, 0, 0, true));
+          alto::set_num_threads(threads);
+          limit_isa(previous);
+        }
+}
+
+TEST_CASE("the bfloat16 gated product is libtorch's SiLU and product, or nearer the truth",
+          "[activation]") {
+  torch::manual_seed(13);
+  const torch::Tensor gate = (torch::randn({64, 4864}) * 4).to(torch::kBFloat16);
+  const torch::Tensor up = torch::randn({64, 4864}).to(torch::kBFloat16);
+  const torch::Tensor eager = torch::silu(gate) * up;
+  torch::Tensor y = gate.clone();
+  activate_gated_(y, up, Activation::kSilu);
+  // libtorch 1.13 rounds SiLU's every step (negation, e^x, sum, quotient) to bfloat16; the
+  // kernel rounds the activation once, as libtorch 2.x does: within two bfloat16 ulps of 1.13's,
+  // and no further than it from the float64 truth.
+  const torch::Tensor ulp = eager.to(torch::kFloat32).abs() / 64;
+  CHECK(((y - eager).to(torch::kFloat32).abs() <= ulp).all().item<bool>());
+  const torch::Tensor g = gate.to(torch::kFloat64),
+                      truth = g * torch::sigmoid(g) * up.to(torch::kFloat64);
+  const double kernel_error = (y.to(torch::kFloat64) - truth).abs().mean().item<double>();
+  const double eager_error = (eager.to(torch::kFloat64) - truth).abs().mean().item<double>();
+  CHECK(kernel_error <= eager_error);
+}
+
+TEST_CASE("the gated product refuses what it cannot take", "[activation]") {
+  const torch::Tensor gate = torch::randn({4, 8}), up = torch::randn({4, 8});
+  CHECK(gated_activation_fits(gate, up));
+  CHECK_FALSE(gated_activation_fits(gate.t(), up.t()));
+  CHECK_FALSE(gated_activation_fits(gate, up.to(torch::kBFloat16)));
+  CHECK_FALSE(gated_activation_fits(gate, up.narrow(1, 0, 7)));
+  CHECK_FALSE(gated_activation_fits(gate.to(torch::kFloat64), up.to(torch::kFloat64)));
+  CHECK_FALSE(gated_activation_fits(torch::randn({4, 3, 8}).narrow(1, 0, 2).transpose(0, 1),
+                                    torch::randn({2, 4, 8})));
+  REQUIRE_THROWS_WITH(activate_gated_(gate.t(), up.t(), Activation::kSilu),
+                      Catch::Contains("gate and up must be float32 or bfloat16 CPU rows"));
+  const torch::Tensor empty = torch::empty({0, 8});
+  activate_gated_(empty, empty.clone(), Activation::kSilu);
+  CHECK(empty.numel() == 0);
 }
