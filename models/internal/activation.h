@@ -29,7 +29,8 @@ void activate_(const torch::Tensor& x, const torch::Tensor& bias, Activation act
 bool gated_activation_fits(const torch::Tensor& gate, const torch::Tensor& up);
 /// gate = activation(gate) * up in one pass (callers check gated_activation_fits): a gated MLP's
 /// product (SwiGLU with SiLU) without libtorch's two operators and their new tensors. bfloat16
-/// rounds the activation to bfloat16 before the product, as those two operators do.
+/// rounds the activation, then the product, to bfloat16, as PyTorch 2.x's two operators do
+/// (libtorch 1.13's bfloat16 SiLU also rounds each of its own steps).
 void activate_gated_(const torch::Tensor& gate, const torch::Tensor& up, Activation activation);
 
 }  // namespace alto::models::kernels
