@@ -1,5 +1,11 @@
 #include "alto/models/internal/few_rows.h"
 
+// GCC 12's AVX-512 header initialises its "undefined" vectors from themselves (GCC bug 105593),
+// which warns wherever _mm512_reduce_add_ps is inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 #include <torch/torch.h>
 
@@ -42,6 +48,21 @@ __attribute__((target("avx2,fma"))) inline float horizontal_sum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
 }
 
+// Runs Rows<R, OB>::run(o, o_end, args...) on blocks of OB weight rows [o, o + OB) covering
+// [o_begin, o_end), so that OB rows stream from memory at once. The last block ends at o_end
+// and so repeats rows of the one before, to the same values (a row's sums do not depend on its
+// place in a block, and each output is finished alone) instead of a narrower kernel's; ranges
+// shorter than OB go a row at a time.
+template <int R, int OB, template <int, int> class Rows, typename... Args>
+void for_row_blocks(int64_t o_begin, int64_t o_end, const Args&... args) {
+  if (o_end - o_begin < OB) {
+    for (int64_t o = o_begin; o < o_end; ++o) Rows<R, 1>::run(o, o_end, args...);
+    return;
+  }
+  for (int64_t o = o_begin; o < o_end; o += OB)
+    Rows<R, OB>::run(std::min(o, o_end - OB), o_end, args...);
+}
+
 // bfloat16: x, w, bias and y in bfloat16, products summed in float32, y rounded to nearest even
 // (as libtorch's bfloat16 linear). Three levels, chosen at run time.
 using c10::BFloat16;
@@ -58,60 +79,48 @@ void linear_bf16_plain(const BFloat16* x, const BFloat16* w, const BFloat16* bia
   }
 }
 
-// sums[b][r] = x[r] . w[o + b] for OB weight rows at a time, AVX-512 BF16: one vdpbf16ps
-// multiplies 32 bfloat16 pairs and adds them in float32 pairs. Several rows streaming at once,
-// the next block's prefetched, as weight_rows_avx2 does: one row at a time read the 272 MB Qwen2
-// head at 27 GB/s on one thread but only 33 GB/s on two (float32's kernel: 25 and 50).
+// y[r, o + b] for OB weight rows at a time, AVX-512 BF16: one vdpbf16ps multiplies 32 bfloat16
+// pairs and adds them in float32 pairs. The next block's rows are prefetched as the rows stream:
+// with a row at a time the 272 MB Qwen2 head read at 27 GB/s on one thread but 33 GB/s on two,
+// with 8 rows (and 8 prefetched) at 22-24 and 40-44 GB/s; 16 and 16 read at 27 and 50-55 GB/s
+// (the hardware prefetcher alone streams 12-15 GB/s a thread here).
 template <int R, int OB>
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline void bf16_rows_avx512(
-    const BFloat16* x, const BFloat16* w, int64_t in, int64_t o_end, int64_t o,
-    float (&sums)[OB][R]) {
-  const int64_t vector_end = in / 32 * 32;
-  const bool prefetch = o + 2 * OB <= o_end;
-  __m512 acc[OB][R];
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < vector_end; i += 32) {
-    if (prefetch)
-      for (int b = 0; b < OB; ++b)
-        _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
-    __m512bh xs[R];
-    for (int r = 0; r < R; ++r) xs[r] = (__m512bh)_mm512_loadu_si512(x + r * in + i);
+struct Bf16RowsAvx512 {
+  __attribute__((target("avx512f,avx512bw,avx512bf16"))) static void run(
+      int64_t o, int64_t o_end, const BFloat16* x, const BFloat16* w, const BFloat16* bias,
+      BFloat16* y, int64_t in, int64_t ldy) {
+    const int64_t vector_end = in / 32 * 32;
+    const bool prefetch = o + 2 * OB <= o_end;
+    __m512 acc[OB][R];
+    for (int b = 0; b < OB; ++b)
+      for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < vector_end; i += 32) {
+      if (prefetch)
+        for (int b = 0; b < OB; ++b)
+          _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
+      __m512bh xs[R];
+      for (int r = 0; r < R; ++r) xs[r] = (__m512bh)_mm512_loadu_si512(x + r * in + i);
+      for (int b = 0; b < OB; ++b) {
+        const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (o + b) * in + i);
+        for (int r = 0; r < R; ++r) acc[b][r] = _mm512_dpbf16_ps(acc[b][r], wv, xs[r]);
+      }
+    }
     for (int b = 0; b < OB; ++b) {
-      const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + (o + b) * in + i);
-      for (int r = 0; r < R; ++r) acc[b][r] = _mm512_dpbf16_ps(acc[b][r], wv, xs[r]);
+      const BFloat16* row = w + (o + b) * in;
+      for (int r = 0; r < R; ++r) {
+        float sum = _mm512_reduce_add_ps(acc[b][r]);
+        for (int64_t i = vector_end; i < in; ++i) sum += float(x[r * in + i]) * float(row[i]);
+        y[r * ldy + o + b] = BFloat16(sum + (bias ? float(bias[o + b]) : 0.f));
+      }
     }
   }
-  for (int b = 0; b < OB; ++b) {
-    const BFloat16* row = w + (o + b) * in;
-    for (int r = 0; r < R; ++r) {
-      float sum = _mm512_reduce_add_ps(acc[b][r]);
-      for (int64_t i = vector_end; i < in; ++i) sum += float(x[r * in + i]) * float(row[i]);
-      sums[b][r] = sum;
-    }
-  }
-}
+};
 
 template <int R>
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void linear_bf16_avx512(
-    const BFloat16* x, const BFloat16* w, const BFloat16* bias, BFloat16* y, int64_t in,
-    int64_t ldy, int64_t o_begin, int64_t o_end) {
-  constexpr int kBlock = R == 1 ? 8 : R == 2 ? 4 : 2;
-  auto store = [&](int64_t o, float sum, int r) {
-    y[r * ldy + o] = BFloat16(sum + (bias ? float(bias[o]) : 0.f));
-  };
-  int64_t o = o_begin;
-  for (; o + kBlock <= o_end; o += kBlock) {
-    float block[kBlock][R];
-    bf16_rows_avx512<R, kBlock>(x, w, in, o_end, o, block);
-    for (int b = 0; b < kBlock; ++b)
-      for (int r = 0; r < R; ++r) store(o + b, block[b][r], r);
-  }
-  for (; o < o_end; ++o) {
-    float one[1][R];
-    bf16_rows_avx512<R, 1>(x, w, in, o_end, o, one);
-    for (int r = 0; r < R; ++r) store(o, one[0][r], r);
-  }
+void linear_bf16_avx512(const BFloat16* x, const BFloat16* w, const BFloat16* bias, BFloat16* y,
+                        int64_t in, int64_t ldy, int64_t o_begin, int64_t o_end) {
+  // As many rows as 24 of the 32 vector registers hold accumulators for.
+  for_row_blocks<R, R == 1 ? 16 : 24 / R, Bf16RowsAvx512>(o_begin, o_end, x, w, bias, y, in, ldy);
 }
 
 bool has_avx512_bf16() { return available_isa() >= Isa::kAvx512Bf16; }
@@ -178,57 +187,51 @@ __attribute__((target("avx2,fma"))) inline void weight_vectors_avx2(const float*
   }
 }
 
-// sums[b][r] = x[r] . w[o + b] for OB weight rows at a time (float32, bfloat16 or int8 weights,
-// float32 x), a 64-byte line of each per pass, the next block's lines prefetched: eight rows
-// streaming at once ran a 136 MB int8 matrix at 25 GB/s where four ran at 15.
-template <int R, int OB, typename W>
-__attribute__((target("avx2,fma"))) void weight_rows_avx2(const float* x, const W* w, int64_t in,
-                                                          int64_t o_end, int64_t o,
-                                                          float (&sums)[OB][R]) {
-  constexpr int64_t kLine = 64 / sizeof(W);
-  const int64_t line_end = in / kLine * kLine, vector_end = in / 8 * 8;
-  const bool prefetch = o + 2 * OB <= o_end;
-  __m256 acc[OB][R];
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i < line_end; i += kLine) {
-    if (prefetch)
-      for (int b = 0; b < OB; ++b)
-        _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
-    weight_vectors_avx2<R, OB>(x, w + o * in, in, i, kLine / 8, acc);
-  }
-  weight_vectors_avx2<R, OB>(x, w + o * in, in, i, (vector_end - i) / 8, acc);
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) {
-      float sum = horizontal_sum(acc[b][r]);
-      for (int64_t t = vector_end; t < in; ++t) sum += x[r * in + t] * float(w[(o + b) * in + t]);
-      sums[b][r] = sum;
+// sums[r * ld + o + b - o_begin] = x[r] . w[o + b] for OB weight rows at a time (float32,
+// bfloat16 or int8 weights, float32 x), a 64-byte line of each per pass, the next block's lines
+// prefetched: eight rows streaming at once ran a 136 MB int8 matrix at 25 GB/s where four ran at
+// 15.
+template <int R, int OB>
+struct WeightRowsAvx2 {
+  template <typename W>
+  __attribute__((target("avx2,fma"))) static void run(int64_t o, int64_t o_end, const float* x,
+                                                      const W* w, int64_t in, float* sums,
+                                                      int64_t ld, int64_t o_begin) {
+    constexpr int64_t kLine = 64 / sizeof(W);
+    const int64_t line_end = in / kLine * kLine, vector_end = in / 8 * 8;
+    const bool prefetch = o + 2 * OB <= o_end;
+    __m256 acc[OB][R];
+    for (int b = 0; b < OB; ++b)
+      for (int r = 0; r < R; ++r) acc[b][r] = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i < line_end; i += kLine) {
+      if (prefetch)
+        for (int b = 0; b < OB; ++b)
+          _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
+      weight_vectors_avx2<R, OB>(x, w + o * in, in, i, kLine / 8, acc);
     }
-}
+    weight_vectors_avx2<R, OB>(x, w + o * in, in, i, (vector_end - i) / 8, acc);
+    for (int b = 0; b < OB; ++b)
+      for (int r = 0; r < R; ++r) {
+        float sum = horizontal_sum(acc[b][r]);
+        for (int64_t t = vector_end; t < in; ++t) sum += x[r * in + t] * float(w[(o + b) * in + t]);
+        sums[r * ld + o + b - o_begin] = sum;
+      }
+  }
+};
 
 // sums[r * ld + o - o_begin] = x[r] . w[o] for the outputs [o_begin, o_end), as many weight rows
 // at a time as the 16 vector registers hold accumulators for. Callers apply scales and biases
 // in one loop afterwards, so that every output is rounded alike however the outputs were
 // split into blocks and threads.
 template <int R, typename W>
-__attribute__((target("avx2,fma"))) void weight_products_avx2(const float* x, const W* w,
-                                                              int64_t in, int64_t o_begin,
-                                                              int64_t o_end, float* sums,
-                                                              int64_t ld) {
-  constexpr int kBlock = R == 1 ? 8 : R == 2 ? 4 : 2;
-  int64_t o = o_begin;
-  for (; o + kBlock <= o_end; o += kBlock) {
-    float block[kBlock][R];
-    weight_rows_avx2<R, kBlock>(x, w, in, o_end, o, block);
-    for (int b = 0; b < kBlock; ++b)
-      for (int r = 0; r < R; ++r) sums[r * ld + o + b - o_begin] = block[b][r];
-  }
-  for (; o < o_end; ++o) {
-    float one[1][R];
-    weight_rows_avx2<R, 1>(x, w, in, o_end, o, one);
-    for (int r = 0; r < R; ++r) sums[r * ld + o - o_begin] = one[0][r];
-  }
+void weight_products_avx2(const float* x, const W* w, int64_t in, int64_t o_begin, int64_t o_end,
+                          float* sums, int64_t ld) {
+  for_row_blocks<R,
+                 R == 1   ? 8
+                 : R == 2 ? 4
+                          : 2,
+                 WeightRowsAvx2>(o_begin, o_end, x, w, in, sums, ld, o_begin);
 }
 
 template <int R>
@@ -267,45 +270,40 @@ __attribute__((target("avx2,fma"))) void linear_bf16_avx2(const BFloat16* x, con
       y[r * ldy + o] = BFloat16(sums[r * n + o - o_begin] + (bias ? float(bias[o]) : 0.f));
 }
 
-// weight_rows_avx2's streaming for int8 weights with AVX-512, sixteen weights to a vector.
+// WeightRowsAvx2's streaming for int8 weights with AVX-512, sixteen weights to a vector.
 template <int R, int OB>
-__attribute__((target("avx512f"))) void linear_int8_rows_avx512(const float* x, const int8_t* w,
-                                                                const float* scale,
-                                                                const float* bias, float* y,
-                                                                int64_t in, int64_t ldy,
-                                                                int64_t o_end, int64_t o) {
-  const int64_t line_end = in / 64 * 64, vector_end = in / 16 * 16;
-  const bool prefetch = o + 2 * OB <= o_end;
-  __m512 acc[OB][R];
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i < line_end; i += 64) {
-    if (prefetch)
-      for (int b = 0; b < OB; ++b)
-        _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
-    int8_vectors_avx512<R, OB>(x, w + o * in, in, i, 4, acc);
-  }
-  int8_vectors_avx512<R, OB>(x, w + o * in, in, i, static_cast<int>((vector_end - i) / 16), acc);
-  for (int b = 0; b < OB; ++b)
-    for (int r = 0; r < R; ++r) {
-      float sum = _mm512_reduce_add_ps(acc[b][r]);
-      for (int64_t t = vector_end; t < in; ++t) sum += x[r * in + t] * float(w[(o + b) * in + t]);
-      y[r * ldy + o + b] = sum * scale[o + b] + (bias ? bias[o + b] : 0.f);
+struct Int8RowsAvx512 {
+  __attribute__((target("avx512f"))) static void run(int64_t o, int64_t o_end, const float* x,
+                                                     const int8_t* w, const float* scale,
+                                                     const float* bias, float* y, int64_t in,
+                                                     int64_t ldy) {
+    const int64_t line_end = in / 64 * 64, vector_end = in / 16 * 16;
+    const bool prefetch = o + 2 * OB <= o_end;
+    __m512 acc[OB][R];
+    for (int b = 0; b < OB; ++b)
+      for (int r = 0; r < R; ++r) acc[b][r] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i < line_end; i += 64) {
+      if (prefetch)
+        for (int b = 0; b < OB; ++b)
+          _mm_prefetch(reinterpret_cast<const char*>(w + (o + OB + b) * in + i), _MM_HINT_T0);
+      int8_vectors_avx512<R, OB>(x, w + o * in, in, i, 4, acc);
     }
-}
+    int8_vectors_avx512<R, OB>(x, w + o * in, in, i, static_cast<int>((vector_end - i) / 16), acc);
+    for (int b = 0; b < OB; ++b)
+      for (int r = 0; r < R; ++r) {
+        float sum = _mm512_reduce_add_ps(acc[b][r]);
+        for (int64_t t = vector_end; t < in; ++t) sum += x[r * in + t] * float(w[(o + b) * in + t]);
+        y[r * ldy + o + b] = sum * scale[o + b] + (bias ? bias[o + b] : 0.f);
+      }
+  }
+};
 
 template <int R>
-__attribute__((target("avx512f"))) void linear_int8_avx512(const float* x, const int8_t* w,
-                                                           const float* scale, const float* bias,
-                                                           float* y, int64_t in, int64_t ldy,
-                                                           int64_t o_begin, int64_t o_end) {
+void linear_int8_avx512(const float* x, const int8_t* w, const float* scale, const float* bias,
+                        float* y, int64_t in, int64_t ldy, int64_t o_begin, int64_t o_end) {
   // As many rows as the 32 vector registers hold accumulators for.
-  constexpr int kBlock = R <= 2 ? 8 : 4;
-  int64_t o = o_begin;
-  for (; o + kBlock <= o_end; o += kBlock)
-    linear_int8_rows_avx512<R, kBlock>(x, w, scale, bias, y, in, ldy, o_end, o);
-  for (; o < o_end; ++o) linear_int8_rows_avx512<R, 1>(x, w, scale, bias, y, in, ldy, o_end, o);
+  for_row_blocks<R, R <= 2 ? 8 : 4, Int8RowsAvx512>(o_begin, o_end, x, w, scale, bias, y, in, ldy);
 }
 
 bool has_avx512() { return available_isa() >= Isa::kAvx512; }
