@@ -27,6 +27,17 @@ struct Mapping {
   size_t capacity() const { return bytes - kHugePage; }
 };
 
+// A new mapping of `capacity` bytes from a huge page boundary, its first `advised` bytes advised
+// into transparent huge pages; none when mmap fails.
+Mapping map_from_huge_page(size_t capacity, size_t advised) {
+  Mapping m{mmap(nullptr, capacity + kHugePage, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            capacity + kHugePage};
+  if (m.base == MAP_FAILED) return {};
+  madvise(m.data(), advised, MADV_HUGEPAGE);  // advice: without THP, ordinary pages
+  return m;
+}
+
 class ActivationCache {
  public:
   // The smallest kept mapping that holds `bytes` without wasting more than half of itself,
@@ -47,12 +58,7 @@ class ActivationCache {
       }
     }
     const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-    Mapping m{mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
-              rounded + kHugePage};
-    if (m.base == MAP_FAILED) return {};
-    madvise(m.data(), rounded, MADV_HUGEPAGE);  // advice: without THP, ordinary pages
-    return m;
+    return map_from_huge_page(rounded, rounded);
   }
 
   void give_back(const Mapping& m) {
@@ -126,6 +132,18 @@ torch::Tensor empty_activation(torch::IntArrayRef sizes, const torch::TensorOpti
   if (!m.base) return torch::empty(sizes, options);
   return torch::from_blob(
       m.data(), sizes, [m](void*) { cache().give_back(m); }, options);
+}
+
+torch::Tensor empty_on_huge_pages(torch::IntArrayRef sizes, const torch::TensorOptions& options) {
+  int64_t elements = 1;
+  for (int64_t size : sizes) elements *= size;
+  const size_t bytes = static_cast<size_t>(elements) * options.dtype().itemsize();
+  if (!options.device().is_cpu() || bytes < 2 * kHugePage) return torch::empty(sizes, options);
+  // The last partial huge page stays in small pages: a weight's tail wastes no memory.
+  const Mapping m = map_from_huge_page(bytes, bytes / kHugePage * kHugePage);
+  if (!m.base) return torch::empty(sizes, options);
+  return torch::from_blob(
+      m.data(), sizes, [m](void*) { munmap(m.base, m.bytes); }, options);
 }
 
 size_t cached_activation_bytes() { return cache().cached(); }

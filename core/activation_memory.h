@@ -16,6 +16,11 @@ namespace alto {
 /// torch::empty(sizes, options); on CPU from the activation cache when it holds 4 MiB or more.
 torch::Tensor empty_activation(torch::IntArrayRef sizes, const torch::TensorOptions& options);
 
+/// torch::empty(sizes, options); on CPU, from 4 MiB, a mapping of its own in transparent huge
+/// pages, unmapped with the tensor: for weights converted at load, which a decode step streams
+/// whole (with 4 KiB pages each one costs a TLB miss; the hardware prefetcher stops at each).
+torch::Tensor empty_on_huge_pages(torch::IntArrayRef sizes, const torch::TensorOptions& options);
+
 /// Bytes of freed activation memory kept for reuse (at most activation_cache_limit()).
 size_t cached_activation_bytes();
 /// The most freed activation memory kept, in bytes (default 1 GiB; 0 keeps none).

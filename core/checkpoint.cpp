@@ -6,6 +6,7 @@
 #include <limits>
 #include <sstream>
 
+#include "alto/core/activation_memory.h"
 #include "alto/core/error.h"
 
 namespace alto {
@@ -159,7 +160,11 @@ torch::Tensor CheckpointBinder::convert(const torch::Tensor& stored,
                                         torch::ScalarType dtype) const {
   // A float32 CPU load keeps the memory-mapped view: no copy, no extra resident memory.
   if (!stored.is_floating_point()) return stored.to(options_.device);
-  return stored.to(options_.device, dtype);
+  if (!options_.device.is_cpu() || stored.scalar_type() == dtype)
+    return stored.to(options_.device, dtype);
+  torch::Tensor converted = empty_on_huge_pages(stored.sizes(), stored.options().dtype(dtype));
+  converted.copy_(stored);
+  return converted;
 }
 
 torch::Tensor CheckpointBinder::fetch(const std::string& name, torch::ScalarType dtype) {

@@ -68,11 +68,10 @@ torch::Tensor linear_then(const torch::Tensor& x, const torch::Tensor& weight,
     y = torch::mm(flat, weight.t());
     kernels::activate_(y, bias, kernel_activation(*activation));
     return y.view(sizes);
-  } else if (x.scalar_type() == torch::kBFloat16) {
-    // oneDNN's bfloat16 GEMM runs on libtorch's OpenMP team, which the models hold to one thread.
-    const TorchThreads threaded(num_threads());
-    y = torch::linear(x, weight, bias);
   } else {
+    // oneDNN's bfloat16 GEMM runs on libtorch's OpenMP team, which the models hold to one thread.
+    std::optional<TorchThreads> threaded;
+    if (x.scalar_type() == torch::kBFloat16) threaded.emplace(num_threads());
     y = torch::linear(x, weight, bias);
   }
   if (!activation) return y;

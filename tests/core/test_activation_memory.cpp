@@ -1,5 +1,6 @@
 // core/activation_memory: large CPU activations come from kept mappings and are reused; the
-// limit bounds what is kept; small ones are plain torch::empty.
+// limit bounds what is kept; small ones are plain torch::empty. Weights converted at load get
+// mappings of their own from a huge page boundary.
 
 #include <torch/torch.h>
 
@@ -41,4 +42,26 @@ TEST_CASE("activation memory: reuse, limit and release", "[activation_memory]") 
   REQUIRE(alto::cached_activation_bytes() > 0);
   alto::release_activation_cache();
   REQUIRE(alto::cached_activation_bytes() == 0);
+}
+
+TEST_CASE("weights converted at load: from 4 MiB on a huge page boundary, unmapped when freed",
+          "[activation_memory]") {
+  alto::release_activation_cache();
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+  {
+    // 5 MiB and a bit: two whole huge pages and a tail in small pages, all of it writable.
+    torch::Tensor w = alto::empty_on_huge_pages({(5 << 20) + 6}, bf16);
+    REQUIRE(w.sizes() == torch::IntArrayRef({(5 << 20) + 6}));
+    REQUIRE(w.scalar_type() == torch::kBFloat16);
+    REQUIRE(reinterpret_cast<uintptr_t>(w.data_ptr()) % (size_t{2} << 20) == 0);
+    w.fill_(1);
+    REQUIRE(w.sum(torch::kFloat64).item<double>() == double((5 << 20) + 6));
+  }
+  // Its own mapping, not the activation cache's.
+  REQUIRE(alto::cached_activation_bytes() == 0);
+  // Small tensors are plain torch::empty.
+  torch::Tensor small = alto::empty_on_huge_pages({3, 5}, bf16);
+  REQUIRE(small.sizes() == torch::IntArrayRef({3, 5}));
+  small.fill_(2);
+  REQUIRE(small.sum(torch::kFloat64).item<double>() == 30.0);
 }

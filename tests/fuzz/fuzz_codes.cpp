@@ -14,7 +14,6 @@
 // Like fuzz_configs it links the library as built (ALTO_LIBRARY) and libtorch.
 
 #include <torch/torch.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
@@ -28,6 +27,7 @@
 #include "alto/core/error.h"
 #include "alto/core/safetensors.h"
 #include "alto/tokenizers/audio_tokenizer.h"
+#include "scratch_folder.h"
 
 namespace {
 
@@ -82,10 +82,7 @@ bool write_recipe(const uint8_t* data, size_t size, const AudioTokenizer& codec,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  static const std::string path = [] {
-    char name[] = "/tmp/alto_fuzz_codes_XXXXXX";
-    return std::string(mkdtemp(name)) + "/codes.safetensors";
-  }();
+  static const std::string path = scratch_folder("alto_fuzz_codes") + "/codes.safetensors";
   const AudioTokenizer& codec = *codecs()[data[0] % codecs().size()];
   if (data[0] / codecs().size() % 2 == 0) {
     std::ofstream(path, std::ios::binary | std::ios::trunc)

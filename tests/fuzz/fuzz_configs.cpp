@@ -7,8 +7,6 @@
 // instrumented): the readers' risk is a JSON type or range slipping past them as a foreign
 // exception, which needs no instrumentation to be seen.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -26,6 +24,7 @@
 #include "alto/models/text_decoder.h"
 #include "alto/models/whisper/config.h"
 #include "alto/models/whisper/decoding.h"
+#include "scratch_folder.h"
 
 namespace {
 
@@ -75,11 +74,7 @@ const std::vector<Reader>& readers() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  // One scratch folder per process (libFuzzer runs inputs one after another).
-  static const std::string dir = [] {
-    char name[] = "/tmp/alto_fuzz_configs_XXXXXX";
-    return std::string(mkdtemp(name));
-  }();
+  const std::string& dir = scratch_folder("alto_fuzz_configs");
   const Reader& reader = readers()[data[0] % readers().size()];
   for (const char* file : {"config.json", "generation_config.json", "preprocessor_config.json",
                            "processor_config.json"})

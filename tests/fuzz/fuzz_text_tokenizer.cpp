@@ -8,8 +8,6 @@
 //   a few texts.
 // Every outcome must be a result or an alto::Error: no crash, hang, leak or undefined behaviour.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -18,6 +16,7 @@
 #include "alto/tokenizers/internal/regex.h"
 #include "alto/tokenizers/internal/unicode.h"
 #include "alto/tokenizers/text_tokenizer.h"
+#include "scratch_folder.h"
 
 namespace {
 
@@ -30,11 +29,7 @@ void split(const std::string& input) {
 }
 
 void load_and_use(const std::string& file, const std::string& contents) {
-  // One scratch folder per process (libFuzzer runs inputs one after another).
-  static const std::string dir = [] {
-    char name[] = "/tmp/alto_fuzz_tokenizer_XXXXXX";
-    return std::string(mkdtemp(name));
-  }();
+  const std::string& dir = scratch_folder("alto_fuzz_tokenizer");
   const std::string path = dir + "/" + file;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
   const auto tokenizer = alto::tokenizers::TextTokenizer::from_pretrained(path);

@@ -5,7 +5,10 @@ fuzzer=$1
 seeds=$2
 seconds=$3
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The harnesses' own scratch files go under TMPDIR (tests/fuzz/scratch_folder.h).
+scratch=$(mktemp -d)
+trap 'rm -rf "$work" "$scratch"' EXIT
 cp "$seeds"/* "$work/"
+export TMPDIR=$scratch
 # FFmpeg's own allocations are not instrumented; leaks are still reported for alto's code.
 "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 "$work" 2>&1 | tail -n 15
