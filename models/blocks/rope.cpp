@@ -92,11 +92,65 @@ std::pair<torch::Tensor, torch::Tensor> RotaryEmbedding::cos_sin(
   return {doubled.cos(), doubled.sin()};
 }
 
+namespace {
+
+// apply()'s x * cos + rotated(x) * sin for a few positions on CPU in one pass, where libtorch ran
+// some ten operators whose dispatch outweighed their work (two per layer of every decode step).
+// The same roundings as those operators: cos and sin in x's dtype, each product and the sum
+// rounded to it (bfloat16), and no fused multiply-add (CMakeLists.txt builds this file with
+// -ffp-contract=off). x [B, H, T, D] with unit stride in D; cos, sin float32 [T, D] or [B, T, D].
+template <typename T>
+torch::Tensor rotate_few_positions(const torch::Tensor& x, const torch::Tensor& cos,
+                                   const torch::Tensor& sin, bool interleaved) {
+  torch::Tensor out = torch::empty_like(x);
+  const int64_t batch = x.size(0), heads = x.size(1), time = x.size(2), dim = x.size(3);
+  const int64_t half = dim / 2, table_batch_stride = cos.dim() == 3 ? time * dim : 0;
+  const torch::Tensor c = cos.contiguous(), s = sin.contiguous();
+  const T* xs = x.data_ptr<T>();
+  T* os = out.data_ptr<T>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t t = 0; t < time; ++t) {
+        const T* xr = xs + b * x.stride(0) + h * x.stride(1) + t * x.stride(2);
+        T* yr = os + b * out.stride(0) + h * out.stride(1) + t * out.stride(2);
+        const float* cr = c.data_ptr<float>() + b * table_batch_stride + t * dim;
+        const float* sr = s.data_ptr<float>() + b * table_batch_stride + t * dim;
+        for (int64_t j = 0; j < dim; ++j) {
+          // (x0, x1) -> (-x1, x0) within each pair, or the halves swapped, the first negated.
+          const T rotated = interleaved ? (j % 2 == 0 ? -xr[j + 1] : xr[j - 1])
+                                        : (j < half ? -xr[j + half] : xr[j - half]);
+          const T along = xr[j] * static_cast<T>(cr[j]);
+          const T across = rotated * static_cast<T>(sr[j]);
+          yr[j] = along + across;
+        }
+      }
+  return out;
+}
+
+// Positions few enough that operator dispatch, not arithmetic, sets the time.
+constexpr int64_t kFewPositions = 4;
+
+bool rotates_in_one_pass(const torch::Tensor& x, const torch::Tensor& cos,
+                         const torch::Tensor& sin) {
+  return x.is_cpu() && x.size(0) * x.size(2) <= kFewPositions && x.stride(3) == 1 &&
+         (x.scalar_type() == torch::kFloat32 || x.scalar_type() == torch::kBFloat16) &&
+         cos.scalar_type() == torch::kFloat32 && sin.scalar_type() == torch::kFloat32 &&
+         cos.is_cpu() && sin.is_cpu() && cos.sizes() == sin.sizes() &&
+         (cos.dim() == 2 || (cos.dim() == 3 && cos.size(0) == x.size(0))) &&
+         cos.size(-2) == x.size(2) && cos.size(-1) == x.size(3);
+}
+
+}  // namespace
+
 torch::Tensor RotaryEmbedding::apply(const torch::Tensor& x, const torch::Tensor& cos,
                                      const torch::Tensor& sin) const {
   ALTO_CHECK(x.dim() == 4 && x.size(-1) == options_.head_dim,
              "RotaryEmbedding: x must be [batch, heads, T, ", options_.head_dim, "], got ",
              x.sizes());
+  if (rotates_in_one_pass(x, cos, sin))
+    return x.scalar_type() == torch::kFloat32
+               ? rotate_few_positions<float>(x, cos, sin, options_.interleaved)
+               : rotate_few_positions<c10::BFloat16>(x, cos, sin, options_.interleaved);
   // [T, D] broadcasts over batch and heads; [B, T, D] over heads.
   const torch::Tensor c = (cos.dim() == 3 ? cos.unsqueeze(1) : cos).to(x.scalar_type());
   const torch::Tensor s = (sin.dim() == 3 ? sin.unsqueeze(1) : sin).to(x.scalar_type());

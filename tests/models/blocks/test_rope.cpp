@@ -126,3 +126,40 @@ TEST_CASE("rope_scaling is read from config.json as transformers reads it",
       alto::detail::JsonConfig::load(path).sub("rope_scaling").read(RopeScaling::schema()),
       Catch::Contains("field 'rope_scaling.factor'"));
 }
+
+TEST_CASE("RoPE on a few positions is one pass with the operators' roundings",
+          "[models][blocks][rope]") {
+  torch::manual_seed(3);
+  for (const bool interleaved : {false, true})
+    for (const auto dtype : {torch::kFloat32, torch::kBFloat16})
+      for (const auto& [batch, time, per_row] : {std::tuple<int64_t, int64_t, bool>{1, 1, false},
+                                                 {1, 2, true},
+                                                 {2, 2, false},
+                                                 {4, 1, true}}) {
+        INFO("interleaved " << interleaved << " dtype " << dtype << " batch " << batch << " time "
+                            << time << " per-row positions " << per_row);
+        RotaryEmbeddingOptions o;
+        o.head_dim = 32;
+        o.interleaved = interleaved;
+        const RotaryEmbedding rope(o);
+        const torch::Tensor positions = per_row
+                                            ? torch::randint(0, 5000, {batch, time}, torch::kInt64)
+                                            : torch::randint(0, 5000, {time}, torch::kInt64);
+        auto [c, s] = rope.cos_sin(positions);
+        // As the attention layers pass it: heads split from a projection, [B, T, H, D] transposed.
+        const torch::Tensor x = torch::randn({batch, time, 3, 32}).to(dtype).transpose(1, 2);
+        // The operators apply() runs beyond a few positions, written out.
+        const torch::Tensor cb = (c.dim() == 3 ? c.unsqueeze(1) : c).to(dtype);
+        const torch::Tensor sb = (s.dim() == 3 ? s.unsqueeze(1) : s).to(dtype);
+        torch::Tensor rotated;
+        if (interleaved) {
+          const torch::Tensor p = x.unflatten(-1, {16, 2});
+          rotated = torch::stack({-p.select(-1, 1), p.select(-1, 0)}, -1).flatten(-2);
+        } else {
+          rotated = torch::cat({-x.narrow(-1, 16, 16), x.narrow(-1, 0, 16)}, -1);
+        }
+        const torch::Tensor y = rope.apply(x, c, s);
+        REQUIRE(y.scalar_type() == dtype);
+        CHECK(torch::equal(y, x * cb + rotated * sb));
+      }
+}
