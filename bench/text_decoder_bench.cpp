@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
       const torch::Tensor hidden = decoder->forward(decoder->embed(ids), {}, state);
       return decoder->logits(hidden.select(1, prompt - 1));
     };
+    // One greedy step: the token's forward on the cache, its logits.
+    auto decode_step = [&](const torch::Tensor& token, alto::models::TextDecoderState& state) {
+      return decoder->logits(decoder->forward(decoder->embed(token), {}, state).select(1, 0));
+    };
     double prefill_s = 1e30;
     torch::Tensor prefill_logits;
     for (int r = 0; r < repeat; ++r) {
@@ -96,8 +100,7 @@ int main(int argc, char** argv) {
       torch::autograd::profiler::RecordProfile guard(profile);
       torch::Tensor logits = prefill(state);
       for (int step = 0; step < decode_tokens; ++step)
-        logits = decoder->logits(
-            decoder->forward(decoder->embed(logits.argmax(-1, true)), {}, state).select(1, 0));
+        logits = decode_step(logits.argmax(-1, true), state);
     }
 
     // Greedy decoding after the prompt, one token per forward on the cache.
@@ -115,7 +118,7 @@ int main(int argc, char** argv) {
       const torch::Tensor token = logits.argmax(-1, true);
       tokens.push_back(token);
       const auto t0 = Clock::now();
-      logits = decoder->logits(decoder->forward(decoder->embed(token), {}, state).select(1, 0));
+      logits = decode_step(token, state);
       step_s.push_back(seconds_since(t0));
       step_logits[step].copy_(logits.reshape({-1}));
     }

@@ -121,13 +121,19 @@ ActivationCache& cache() {
   return *instance;
 }
 
+// The bytes of a tensor of `sizes` and `options` on CPU; 0 on other devices.
+size_t cpu_bytes(torch::IntArrayRef sizes, const torch::TensorOptions& options) {
+  if (!options.device().is_cpu()) return 0;
+  int64_t elements = 1;
+  for (int64_t size : sizes) elements *= size;
+  return static_cast<size_t>(elements) * options.dtype().itemsize();
+}
+
 }  // namespace
 
 torch::Tensor empty_activation(torch::IntArrayRef sizes, const torch::TensorOptions& options) {
-  int64_t elements = 1;
-  for (int64_t size : sizes) elements *= size;
-  const size_t bytes = static_cast<size_t>(elements) * options.dtype().itemsize();
-  if (!options.device().is_cpu() || bytes < 2 * kHugePage) return torch::empty(sizes, options);
+  const size_t bytes = cpu_bytes(sizes, options);
+  if (bytes < 2 * kHugePage) return torch::empty(sizes, options);
   const Mapping m = cache().take(bytes);
   if (!m.base) return torch::empty(sizes, options);
   return torch::from_blob(
@@ -135,10 +141,8 @@ torch::Tensor empty_activation(torch::IntArrayRef sizes, const torch::TensorOpti
 }
 
 torch::Tensor empty_on_huge_pages(torch::IntArrayRef sizes, const torch::TensorOptions& options) {
-  int64_t elements = 1;
-  for (int64_t size : sizes) elements *= size;
-  const size_t bytes = static_cast<size_t>(elements) * options.dtype().itemsize();
-  if (!options.device().is_cpu() || bytes < 2 * kHugePage) return torch::empty(sizes, options);
+  const size_t bytes = cpu_bytes(sizes, options);
+  if (bytes < 2 * kHugePage) return torch::empty(sizes, options);
   // The last partial huge page stays in small pages: a weight's tail wastes no memory.
   const Mapping m = map_from_huge_page(bytes, bytes / kHugePage * kHugePage);
   if (!m.base) return torch::empty(sizes, options);

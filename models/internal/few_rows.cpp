@@ -227,11 +227,8 @@ struct WeightRowsAvx2 {
 template <int R, typename W>
 void weight_products_avx2(const float* x, const W* w, int64_t in, int64_t o_begin, int64_t o_end,
                           float* sums, int64_t ld) {
-  for_row_blocks<R,
-                 R == 1   ? 8
-                 : R == 2 ? 4
-                          : 2,
-                 WeightRowsAvx2>(o_begin, o_end, x, w, in, sums, ld, o_begin);
+  constexpr int kBlock = R == 1 ? 8 : R == 2 ? 4 : 2;
+  for_row_blocks<R, kBlock, WeightRowsAvx2>(o_begin, o_end, x, w, in, sums, ld, o_begin);
 }
 
 template <int R>
